@@ -1,0 +1,13 @@
+/** Jest runs the TypeScript sources through ts-jest; S3 tests share one moto server. */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { isolatedModules: true, diagnostics: false }],
+  },
+  globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+  testTimeout: 60000,
+  maxWorkers: 2,
+};

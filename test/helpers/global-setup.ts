@@ -1,0 +1,13 @@
+import { startMoto } from './moto';
+
+/** Starts one moto server for the whole run, unless S3_TEST_ENDPOINT names another S3 API. */
+export default async function globalSetup(): Promise<void> {
+  process.env.AWS_ACCESS_KEY_ID ??= 'testing';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
+  process.env.AWS_REGION ??= 'us-east-1';
+  delete process.env.AWS_PROFILE;
+  if (process.env.S3_TEST_ENDPOINT) return;
+  const moto = await startMoto();
+  process.env.S3_TEST_ENDPOINT = moto.endpoint;
+  (globalThis as { __MOTO__?: typeof moto }).__MOTO__ = moto;
+}
