@@ -1,0 +1,14 @@
+/** Runs `work` over `items` with at most `limit` calls in flight; rejects on the first failure. */
+export async function mapLimit<T, R>(items: Iterable<T>, limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const list = [...items];
+  const results = new Array<R>(list.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < list.length) {
+      const i = next++;
+      results[i] = await work(list[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, list.length)) }, worker));
+  return results;
+}

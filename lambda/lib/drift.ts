@@ -1,0 +1,72 @@
+/** Drift between an index and a listing, and the merge that heals it. */
+import { type DatastoreIndex, type IndexEntry, type ListedObject, cloneIndex, emptyIndex, entryFor } from './index-file';
+
+/** An entry whose size disagrees with its object. */
+export interface ResizedEntry {
+  readonly key: string;
+  readonly indexSize: number;
+  readonly objectSize: number;
+}
+
+/** What is wrong with an index: objects it lacks, entries whose object is gone, entries of the wrong size. */
+export interface Drift {
+  readonly missing: string[];
+  readonly stale: string[];
+  readonly resized: ResizedEntry[];
+}
+
+/** Counts of a drift, for reports and logs. */
+export interface DriftCounts {
+  readonly missing: number;
+  readonly stale: number;
+  readonly resized: number;
+}
+
+/** True when the drift changes nothing. */
+export function isClean(drift: Drift): boolean {
+  return drift.missing.length === 0 && drift.stale.length === 0 && drift.resized.length === 0;
+}
+
+/** The counts of a drift. */
+export function driftCounts(drift: Drift): DriftCounts {
+  return { missing: drift.missing.length, stale: drift.stale.length, resized: drift.resized.length };
+}
+
+/** Compares index entries with the listing of their scope; keys come out sorted. */
+export function diffIndex(entries: ReadonlyMap<string, IndexEntry>, listing: ReadonlyMap<string, ListedObject>): Drift {
+  const missing: string[] = [];
+  const stale: string[] = [];
+  const resized: ResizedEntry[] = [];
+  for (const [key, object] of listing) {
+    const entry = entries.get(key);
+    if (!entry) missing.push(key);
+    else if (entry.size !== object.size) resized.push({ key, indexSize: entry.size, objectSize: object.size });
+  }
+  for (const key of entries.keys()) if (!listing.has(key)) stale.push(key);
+  missing.sort();
+  stale.sort();
+  resized.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { missing, stale, resized };
+}
+
+/** Applies a drift to an index: adds missing entries, drops stale ones, fixes sizes; client fields of kept entries survive. */
+export function healIndex(index: DatastoreIndex | undefined, drift: Drift, listing: ReadonlyMap<string, ListedObject>): DatastoreIndex {
+  const healed = index ? cloneIndex(index) : emptyIndex();
+  for (const key of drift.stale) healed.entries.delete(key);
+  for (const key of drift.missing) {
+    const object = listing.get(key);
+    if (object) healed.entries.set(key, entryFor(object));
+  }
+  for (const { key } of drift.resized) {
+    const object = listing.get(key);
+    const entry = healed.entries.get(key);
+    if (object && entry) healed.entries.set(key, resizedEntry(entry, object));
+  }
+  return healed;
+}
+
+/** An entry updated to a changed object: `sha256` and `localMtime` described the old bytes, so they go; unknown fields stay. */
+export function resizedEntry(entry: IndexEntry, object: Pick<ListedObject, 'size' | 'lastModified'>): IndexEntry {
+  const { sha256: _sha, localMtime: _mtime, ...rest } = entry;
+  return { ...rest, size: object.size, lastModified: object.lastModified };
+}

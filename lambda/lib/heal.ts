@@ -1,0 +1,180 @@
+/** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
+import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
+import type { DatastoreIndex, ListedObject } from './index-file';
+import { partitionOf } from './keys';
+import { type Layout, type LiveIndex, readLiveIndex } from './live-index';
+import { type Lister, listScopes, sequentialLister } from './list';
+import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
+import { type DatastoreRoot, type IndexScope, describeScope, rootBase } from './root';
+import type { S3Store } from './s3';
+import { mapLimit } from './concurrency';
+
+/** `check` reports drift and writes nothing; `repair` publishes the healed index. */
+export type HealMode = 'check' | 'repair';
+
+/** How to heal. */
+export interface HealOptions {
+  readonly mode: HealMode;
+  /** Heal only this namespace; by default the root's own index and every namespace in it. */
+  readonly namespace?: string;
+  /** How the root is listed. @default one sequential ListObjectsV2 walk */
+  readonly lister?: Lister;
+  readonly publish?: PublishOptions;
+  /** Parallel HeadObject requests when confirming stale entries. @default 16 */
+  readonly concurrency?: number;
+  /** Entries this much newer than the listing's start, or newer, are confirmed with HeadObject before removal. @default 300000 */
+  readonly clockSkewMs?: number;
+  readonly onEvent?: (scope: string, event: PublishEvent) => void;
+}
+
+/** What a heal found and did for one index. */
+export interface ScopeReport {
+  readonly scope: string;
+  readonly namespace?: string;
+  readonly layout: Layout;
+  /** The index's state before the heal. */
+  readonly indexState: LiveIndex['state'];
+  readonly unreadableReason?: string;
+  /** Data objects in the listing. */
+  readonly objects: number;
+  readonly drift: DriftCounts;
+  /** The drifting keys, sorted. */
+  readonly driftKeys: Drift;
+  /** Keys a shard-first root cannot hold (no partition); left out. */
+  readonly unshardable: number;
+  /** Entries in the index after the heal (for `check`, what it would have). */
+  readonly entries: number;
+  readonly published: boolean;
+  readonly conflicts: number;
+  readonly lockWaits: number;
+  readonly keptCopy?: string;
+  readonly conditional: boolean;
+  readonly publishMs: number;
+  /** The healed index, when it was published. */
+  readonly index?: DatastoreIndex;
+}
+
+/** What a heal of a root did. */
+export interface HealReport {
+  readonly root: DatastoreRoot;
+  readonly scopes: ScopeReport[];
+  readonly objectsSeen: number;
+  readonly listingMs: number;
+}
+
+/** Heals (or checks) every index of a root from one listing. */
+export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
+  const lister = options.lister ?? sequentialLister;
+  const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const listing = await listScopes(store, base, lister);
+  const scopes: ScopeReport[] = [];
+  if (options.namespace) {
+    // Listed from inside the namespace, so its objects sit in the listing's root scope.
+    const scope: IndexScope = { root, namespace: options.namespace };
+    scopes.push(await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options));
+  } else {
+    for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const scope: IndexScope = ns ? { root, namespace: ns } : { root };
+      scopes.push(await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options));
+    }
+  }
+  return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs };
+}
+
+/** Heals one scope's index against its listing. */
+export async function healScope(
+  store: S3Store,
+  scope: IndexScope,
+  listing: ReadonlyMap<string, ListedObject>,
+  shardPartitions: readonly string[] | undefined,
+  listingStartedAt: number,
+  options: HealOptions,
+): Promise<ScopeReport> {
+  const started = Date.now();
+  const skew = options.clockSkewMs ?? 300_000;
+  const concurrency = options.concurrency ?? 16;
+  // The drift of the index as first read: what the heal found, whatever re-checks saw after the write.
+  let found: Drift | undefined;
+  let unshardable = 0;
+
+  /** The drift of `live` against the listing, stale entries confirmed gone, unshardable keys set aside. */
+  const measure = async (live: LiveIndex): Promise<Drift> => {
+    const entries = live.state === 'valid' ? live.index.entries : new Map();
+    const raw = diffIndex(entries, listing);
+    // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
+    const doubtful = raw.stale.filter((key) => {
+      const t = Date.parse(entries.get(key)?.lastModified ?? '');
+      return !(t < listingStartedAt - skew);
+    });
+    const stillThere = new Set<string>();
+    await mapLimit(doubtful, concurrency, async (key) => {
+      if (await store.head(scopeKey(scope, key))) stillThere.add(key);
+    });
+    let missing = raw.missing;
+    if (live.layout === 'shards') {
+      missing = raw.missing.filter((k) => partitionOf(k) !== undefined);
+      unshardable = raw.missing.length - missing.length;
+    }
+    return { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized: raw.resized };
+  };
+
+  const plan = async (live: LiveIndex): Promise<DatastoreIndex | undefined> => {
+    const drift = await measure(live);
+    found ??= drift;
+    if (live.state === 'valid' && isClean(drift)) return undefined;
+    return healIndex(live.state === 'valid' ? live.index : undefined, drift, listing);
+  };
+
+  const name = describeScope(scope);
+  if (options.mode === 'check') {
+    const live = await readLiveIndex(store, scope, shardPartitions);
+    const next = await plan(live);
+    const entries = next ? next.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
+    return report(scope, live, found!, listing.size, unshardable, entries, undefined, Date.now() - started);
+  }
+  const outcome = await publishIndex(store, scope, plan, {
+    ...options.publish,
+    shardPartitions,
+    onEvent: (event) => {
+      options.onEvent?.(name, event);
+      options.publish?.onEvent?.(event);
+    },
+  });
+  const entries = outcome.index?.entries.size ?? (outcome.before.state === 'valid' ? outcome.before.index.entries.size : 0);
+  return report(scope, outcome.before, found!, listing.size, unshardable, entries, outcome, Date.now() - started);
+}
+
+function scopeKey(scope: IndexScope, rel: string): string {
+  return rootBase(scope.root) + (scope.namespace ? `${scope.namespace}/` : '') + rel;
+}
+
+function report(
+  scope: IndexScope,
+  live: LiveIndex,
+  drift: Drift,
+  objects: number,
+  unshardable: number,
+  entries: number,
+  outcome: Awaited<ReturnType<typeof publishIndex>> | undefined,
+  publishMs: number,
+): ScopeReport {
+  return {
+    scope: describeScope(scope),
+    namespace: scope.namespace,
+    layout: live.layout,
+    indexState: live.state,
+    unreadableReason: live.state === 'unreadable' ? live.reason : undefined,
+    objects,
+    drift: driftCounts(drift),
+    driftKeys: drift,
+    unshardable,
+    entries,
+    published: outcome?.published ?? false,
+    conflicts: outcome?.conflicts ?? 0,
+    lockWaits: outcome?.lockWaits ?? 0,
+    keptCopy: outcome?.keptCopy,
+    conditional: outcome?.conditional ?? true,
+    publishMs,
+    index: outcome?.index,
+  };
+}

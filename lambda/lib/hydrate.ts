@@ -1,0 +1,115 @@
+/** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { mapLimit } from './concurrency';
+import { UnsafeKeyError } from './errors';
+import { type DatastoreIndex, serializeIndex } from './index-file';
+import { INDEX_KEY } from './keys';
+import { type IndexScope, scopeBase } from './root';
+import type { S3Store } from './s3';
+
+/** How to hydrate. */
+export interface HydrateOptions {
+  readonly cacheDir: string;
+  /** Parallel downloads. @default 16 */
+  readonly concurrency?: number;
+  /** Called after each entry is settled (pulled, present, refused or failed). */
+  readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** What a hydrate did. */
+export interface HydrateReport {
+  readonly pulled: number;
+  readonly present: number;
+  readonly bytes: number;
+  /** Keys refused because they would land outside the cache folder. */
+  readonly refused: string[];
+  /** Keys that could not be downloaded, with why. */
+  readonly failed: { key: string; error: string }[];
+}
+
+/** The cache path of a relative key, or an `UnsafeKeyError` when it would escape the cache or alias another key. */
+export function cachePathOf(cacheDir: string, rel: string): string {
+  const root = resolve(cacheDir);
+  const segments = rel.split('/');
+  if (
+    rel.length === 0 ||
+    isAbsolute(rel) ||
+    rel.includes('\0') ||
+    rel.includes('\\') ||
+    segments.some((s) => s === '' || s === '.' || s === '..')
+  ) {
+    throw new UnsafeKeyError(rel);
+  }
+  const path = resolve(root, ...segments);
+  if (!path.startsWith(root + sep)) throw new UnsafeKeyError(rel);
+  return path;
+}
+
+/** Downloads what the cache lacks, atomically per file so an interrupted run resumes where it stopped. */
+export async function hydrateCache(store: S3Store, scope: IndexScope, index: DatastoreIndex, options: HydrateOptions): Promise<HydrateReport> {
+  const cacheDir = resolve(options.cacheDir);
+  await mkdir(cacheDir, { recursive: true });
+  const base = scopeBase(scope);
+  const refused: string[] = [];
+  const failed: { key: string; error: string }[] = [];
+  const total = index.entries.size;
+  let pulled = 0;
+  let present = 0;
+  let bytes = 0;
+  let done = 0;
+  const settle = (): void => options.onProgress?.(++done, total);
+
+  await mapLimit(index.entries.values(), options.concurrency ?? 16, async (entry) => {
+    let path: string;
+    try {
+      path = cachePathOf(cacheDir, entry.key);
+    } catch {
+      refused.push(entry.key);
+      return settle();
+    }
+    const local = await stat(path).catch(() => undefined);
+    if (local?.isFile() && local.size === entry.size) {
+      present++;
+      return settle();
+    }
+    try {
+      const size = await download(store, base + entry.key, path);
+      bytes += size;
+      pulled++;
+    } catch (err) {
+      failed.push({ key: entry.key, error: (err as Error).message });
+    }
+    settle();
+  });
+
+  // swamp keeps its own copy of the index beside the files it describes.
+  await writeAtomically(join(cacheDir, INDEX_KEY), serializeIndex(index));
+  refused.sort();
+  failed.sort((a, b) => (a.key < b.key ? -1 : 1));
+  return { pulled, present, bytes, refused, failed };
+}
+
+async function download(store: S3Store, key: string, path: string): Promise<number> {
+  const object = await store.open(key);
+  if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
+  await mkdir(dirname(path), { recursive: true });
+  const part = `${path}.datastore-indexer.part`;
+  try {
+    await pipeline(object.stream, createWriteStream(part));
+    const size = (await stat(part)).size;
+    await rename(part, path);
+    return size;
+  } catch (err) {
+    await rm(part, { force: true });
+    throw err;
+  }
+}
+
+async function writeAtomically(path: string, body: Buffer): Promise<void> {
+  const part = `${path}.datastore-indexer.part`;
+  await writeFile(part, body);
+  await rename(part, path);
+}

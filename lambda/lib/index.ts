@@ -1,0 +1,15 @@
+/** The indexing library: re-exports only. */
+export * from './errors';
+export * from './keys';
+export * from './root';
+export * from './index-file';
+export * from './drift';
+export * from './events';
+export * from './s3';
+export * from './list';
+export * from './lock';
+export * from './live-index';
+export * from './publish';
+export * from './heal';
+export * from './hydrate';
+export * from './concurrency';

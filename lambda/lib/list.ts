@@ -1,0 +1,66 @@
+/** Listing a datastore root: pages streamed from S3 and sorted into the scopes they belong to. */
+import type { ListedObject } from './index-file';
+import { SHARD_DIR, isInternalKey, namespaceOfMarker, topFolder } from './keys';
+import type { ListPage, S3Store } from './s3';
+
+/** Produces every object under a key prefix as a stream of pages, in any order. */
+export type Lister = (store: S3Store, prefix: string) => AsyncIterable<ListPage>;
+
+/** One ListObjectsV2 walk, page after page. */
+export const sequentialLister: Lister = (store, prefix) => store.listPages({ prefix });
+
+/** A listing sorted by scope: '' is the root's own index, other names are namespaces. */
+export interface ScopedListing {
+  /** Data objects by scope, keyed relative to the scope. */
+  readonly scopes: Map<string, Map<string, ListedObject>>;
+  /** Shard partitions present under each scope's `_index/`. */
+  readonly shardPartitions: Map<string, string[]>;
+  /** Objects seen in all, internal ones included. */
+  readonly objectsSeen: number;
+  /** When the listing started (ms since epoch): entries newer than this may be missing from it. */
+  readonly startedAt: number;
+  readonly listingMs: number;
+}
+
+/** Lists `base` (empty or ending in `/`) and sorts what it finds into the root scope and its namespaces. */
+export async function listScopes(store: S3Store, base: string, lister: Lister = sequentialLister): Promise<ScopedListing> {
+  const startedAt = Date.now();
+  const all = new Map<string, ListedObject>();
+  const namespaces = new Set<string>();
+  let objectsSeen = 0;
+  for await (const page of lister(store, base)) {
+    for (const object of page.objects) {
+      objectsSeen++;
+      const rel = object.key.slice(base.length);
+      const ns = namespaceOfMarker(rel);
+      if (ns !== undefined) namespaces.add(ns);
+      all.set(rel, { key: rel, size: object.size, lastModified: object.lastModified.toISOString(), etag: object.etag });
+    }
+  }
+  const listingMs = Date.now() - startedAt;
+  const scopes = new Map<string, Map<string, ListedObject>>([['', all]]);
+  const shardPartitions = new Map<string, string[]>();
+  for (const ns of namespaces) scopes.set(ns, new Map());
+  for (const [rel, object] of all) {
+    const top = topFolder(rel);
+    const ns = top !== undefined && namespaces.has(top) ? top : '';
+    const scopedKey = ns ? rel.slice(ns.length + 1) : rel;
+    if (ns) all.delete(rel);
+    if (isInternalKey(scopedKey)) {
+      if (!ns) all.delete(rel);
+      notePartition(shardPartitions, ns, scopedKey);
+      continue;
+    }
+    if (ns) scopes.get(ns)!.set(scopedKey, { ...object, key: scopedKey });
+  }
+  return { scopes, shardPartitions, objectsSeen, startedAt, listingMs };
+}
+
+function notePartition(into: Map<string, string[]>, ns: string, rel: string): void {
+  if (!rel.startsWith(SHARD_DIR) || !rel.endsWith('.json') || rel === `${SHARD_DIR}_meta.json`) return;
+  const partition = rel.slice(SHARD_DIR.length, -'.json'.length);
+  if (partition.includes('/')) return;
+  const list = into.get(ns) ?? [];
+  list.push(partition);
+  into.set(ns, list);
+}

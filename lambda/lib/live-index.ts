@@ -1,0 +1,154 @@
+/** Reading and writing the live index of a scope, in whichever layout the root uses (monolith or shards). */
+import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serializeIndex } from './index-file';
+import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, partitionOf } from './keys';
+import { type IndexScope, scopeBase } from './root';
+import type { S3Store, WriteCondition } from './s3';
+
+/** Which index layout a scope uses. */
+export type Layout = 'monolith' | 'shards';
+
+/** The shard-first manifest; unknown fields are kept. */
+export interface ShardMeta {
+  version: 2;
+  partitions: string[];
+  commitSeq: number;
+  [field: string]: unknown;
+}
+
+/** Where the shard layout's pieces stood when read: ETags by partition, and the manifest's. */
+export interface ShardState {
+  readonly meta: ShardMeta;
+  readonly metaEtag?: string;
+  readonly shardEtags: ReadonlyMap<string, string>;
+  readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
+}
+
+/** The live index of a scope: absent, unreadable (with its bytes, to keep a copy), or valid. */
+export type LiveIndex =
+  | { readonly state: 'absent'; readonly layout: Layout; readonly shards?: ShardState }
+  | {
+      readonly state: 'unreadable';
+      readonly layout: Layout;
+      readonly reason: string;
+      readonly key: string;
+      readonly bytes: Buffer;
+      readonly etag: string;
+      readonly shards?: ShardState;
+    }
+  | { readonly state: 'valid'; readonly layout: Layout; readonly index: DatastoreIndex; readonly etag?: string; readonly shards?: ShardState };
+
+/** Full key of a scope's monolithic index. */
+export function indexKeyOf(scope: IndexScope): string {
+  return scopeBase(scope) + INDEX_KEY;
+}
+
+function parseMeta(bytes: Buffer): ShardMeta | undefined {
+  try {
+    const json: unknown = JSON.parse(bytes.toString('utf8'));
+    if (typeof json !== 'object' || json === null) return undefined;
+    const meta = json as Partial<ShardMeta>;
+    if (meta.version !== 2 || !Array.isArray(meta.partitions)) return undefined;
+    const partitions = meta.partitions.filter((p): p is string => typeof p === 'string');
+    return { ...meta, version: 2, partitions, commitSeq: typeof meta.commitSeq === 'number' ? meta.commitSeq : 0 };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads a scope's live index. A `_meta.json` of version 2 means shards; so do shard objects
+ * seen in a listing (`shardPartitions`) when the manifest is missing, as clients rebuild it then.
+ */
+export async function readLiveIndex(store: S3Store, scope: IndexScope, shardPartitions?: readonly string[]): Promise<LiveIndex> {
+  const base = scopeBase(scope);
+  const metaObject = await store.get(base + SHARD_META_KEY);
+  const meta = metaObject ? parseMeta(metaObject.body) : undefined;
+  if (meta || (!metaObject && shardPartitions && shardPartitions.length > 0)) {
+    return readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
+  }
+  const key = base + INDEX_KEY;
+  const object = await store.get(key);
+  if (!object) return { state: 'absent', layout: 'monolith' };
+  const parsed = parseIndex(object.body);
+  if (!parsed.ok) return { state: 'unreadable', layout: 'monolith', reason: parsed.reason, key, bytes: object.body, etag: object.etag };
+  return { state: 'valid', layout: 'monolith', index: parsed.index, etag: object.etag };
+}
+
+async function readShards(store: S3Store, base: string, meta: ShardMeta, metaEtag: string | undefined): Promise<LiveIndex> {
+  const index = emptyIndex();
+  const shardEtags = new Map<string, string>();
+  const byPartition = new Map<string, Map<string, IndexEntry>>();
+  const objects = await Promise.all(meta.partitions.map(async (p) => [p, await store.get(`${base}${SHARD_DIR}${p}.json`)] as const));
+  const shards: ShardState = { meta, metaEtag, shardEtags, byPartition };
+  for (const [partition, object] of objects) {
+    const entries = new Map<string, IndexEntry>();
+    byPartition.set(partition, entries);
+    if (!object) continue;
+    shardEtags.set(partition, object.etag);
+    const parsed = parseIndex(object.body);
+    if (!parsed.ok) {
+      const key = `${base}${SHARD_DIR}${partition}.json`;
+      return { state: 'unreadable', layout: 'shards', reason: `shard ${partition}: ${parsed.reason}`, key, bytes: object.body, etag: object.etag, shards };
+    }
+    for (const [k, entry] of parsed.index.entries) {
+      entries.set(k, entry);
+      index.entries.set(k, entry);
+    }
+  }
+  return { state: 'valid', layout: 'shards', index, etag: metaEtag, shards };
+}
+
+/** The condition that replaces exactly the version we read, or creates when there was none. */
+function conditionFor(etag: string | undefined): WriteCondition {
+  return etag ? { ifMatch: etag } : { ifNoneMatch: '*' };
+}
+
+/** Writes `next` in the scope's layout, conditioned on what was read; 'conflict' when a write lost its race. */
+export async function writeIndex(
+  store: S3Store,
+  scope: IndexScope,
+  live: LiveIndex,
+  next: DatastoreIndex,
+  conditional: boolean,
+): Promise<'written' | 'conflict'> {
+  const base = scopeBase(scope);
+  if (live.layout === 'monolith') {
+    const etag = live.state === 'absent' ? undefined : live.etag;
+    const result = await store.put(base + INDEX_KEY, serializeIndex(next), conditional ? conditionFor(etag) : undefined);
+    return result.status;
+  }
+  const shards = live.shards!;
+  const grouped = groupByPartition(next.entries);
+  const partitions = new Set([...shards.meta.partitions, ...grouped.keys()]);
+  for (const partition of [...partitions].sort()) {
+    const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
+    if (live.state === 'valid' && sameEntries(shards.byPartition.get(partition), entries)) continue;
+    const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
+    const etag = shards.shardEtags.get(partition);
+    const result = await store.put(`${base}${SHARD_DIR}${partition}.json`, body, conditional ? conditionFor(etag) : undefined);
+    if (result.status === 'conflict') return 'conflict';
+  }
+  // Clients skip a change unless commitSeq moves on, and read only the partitions listed.
+  const meta: ShardMeta = { ...shards.meta, version: 2, partitions: [...partitions].sort(), commitSeq: shards.meta.commitSeq + 1 };
+  const result = await store.put(base + SHARD_META_KEY, JSON.stringify(meta), conditional ? conditionFor(shards.metaEtag) : undefined);
+  return result.status;
+}
+
+/** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */
+export function groupByPartition(entries: ReadonlyMap<string, IndexEntry>): Map<string, Map<string, IndexEntry>> {
+  const grouped = new Map<string, Map<string, IndexEntry>>();
+  for (const [key, entry] of entries) {
+    const partition = partitionOf(key);
+    if (partition === undefined) continue;
+    let group = grouped.get(partition);
+    if (!group) grouped.set(partition, (group = new Map()));
+    group.set(key, entry);
+  }
+  return grouped;
+}
+
+function sameEntries(a: ReadonlyMap<string, IndexEntry> | undefined, b: ReadonlyMap<string, IndexEntry>): boolean {
+  if (!a || a.size !== b.size) return false;
+  for (const [key, entry] of b) if (a.get(key) !== entry) return false;
+  return true;
+}

@@ -1,0 +1,163 @@
+/** The datastore lock of the swamp contract: one lock object per root, shared with swamp clients. */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { LockBusyError } from './errors';
+import { ConditionalWritesUnsupportedError, type S3Store } from './s3';
+
+/** The lock object's body, as swamp clients write it. */
+export interface LockBody {
+  readonly holder: string;
+  readonly hostname: string;
+  readonly pid: number;
+  readonly acquiredAt: string;
+  readonly ttlMs: number;
+  readonly nonce: string;
+}
+
+/** How to take the lock. */
+export interface LockOptions {
+  /** Lifetime without a heartbeat before others may take the lock over. @default 30000 */
+  readonly ttlMs?: number;
+  /** How long to wait for a live holder before failing with `LockBusyError`. @default 60000 */
+  readonly waitMs?: number;
+  /** Who we are, as written into the lock. @default "s3-datastore-indexer" */
+  readonly holder?: string;
+  /** Called each time we find the lock held and wait. */
+  readonly onWait?: (holder: string, waitedMs: number) => void;
+  /** Called once when the store turns out not to implement conditional writes. */
+  readonly onUnsupported?: () => void;
+}
+
+const DEFAULT_TTL_MS = 30_000;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function parseLock(body: Buffer): Partial<LockBody> {
+  try {
+    const parsed: unknown = JSON.parse(body.toString('utf8'));
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Partial<LockBody>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function describeHolder(lock: Partial<LockBody>): string {
+  const who = [lock.holder ?? 'an unknown writer', lock.hostname ? `on ${lock.hostname}` : '', lock.pid ? `pid ${lock.pid}` : '']
+    .filter(Boolean)
+    .join(' ');
+  return lock.acquiredAt ? `${who} since ${lock.acquiredAt}` : who;
+}
+
+/** A held datastore lock; heartbeats every ttl/3 until released. */
+export class DatastoreLock {
+  private etag: string;
+  private timer: NodeJS.Timeout | undefined;
+  private lostFlag = false;
+
+  private constructor(
+    private readonly store: S3Store,
+    readonly key: string,
+    private readonly body: LockBody,
+    etag: string,
+    /** How many times we found the lock held before taking it. */
+    readonly waits: number,
+    /** False when the store ignored conditions and we relied on a read-back. */
+    readonly conditional: boolean,
+  ) {
+    this.etag = etag;
+    if (conditional) {
+      this.timer = setInterval(() => void this.heartbeat(), Math.max(1000, Math.floor(body.ttlMs / 3)));
+      this.timer.unref();
+    }
+  }
+
+  /** Takes the lock at `key`, waiting for a live holder up to `waitMs`; stale locks are taken over. */
+  static async acquire(store: S3Store, key: string, options: LockOptions = {}): Promise<DatastoreLock> {
+    const ttlMs = options.ttlMs ?? DEFAULT_TTL_MS;
+    const waitMs = options.waitMs ?? 60_000;
+    const started = Date.now();
+    let waits = 0;
+    let conditional = true;
+    for (let attempt = 0; ; attempt++) {
+      const body: LockBody = {
+        holder: options.holder ?? 's3-datastore-indexer',
+        hostname: hostname(),
+        pid: process.pid,
+        acquiredAt: new Date().toISOString(),
+        ttlMs,
+        nonce: randomUUID(),
+      };
+      const text = JSON.stringify(body);
+      if (conditional) {
+        try {
+          const result = await store.put(key, text, { ifNoneMatch: '*' });
+          if (result.status === 'written') return new DatastoreLock(store, key, body, result.etag, waits, true);
+        } catch (err) {
+          if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
+          conditional = false;
+          options.onUnsupported?.();
+        }
+      }
+      const current = await store.get(key);
+      if (!current) {
+        if (conditional) continue;
+        // Without conditions: write, then read back; the last writer wins and the others see its nonce.
+        const written = await store.put(key, text);
+        await sleep(50);
+        const check = await store.get(key);
+        if (written.status === 'written' && check && parseLock(check.body).nonce === body.nonce) {
+          return new DatastoreLock(store, key, body, check.etag, waits, false);
+        }
+        continue;
+      }
+      const holder = parseLock(current.body);
+      const holderTtl = typeof holder.ttlMs === 'number' && holder.ttlMs > 0 ? holder.ttlMs : DEFAULT_TTL_MS;
+      if (Date.now() - current.lastModified.getTime() > holderTtl) {
+        // Stale: delete exactly that version, so a holder that just renewed keeps its lock.
+        await store.delete(key, current.etag);
+        continue;
+      }
+      const waited = Date.now() - started;
+      if (waited >= waitMs) throw new LockBusyError(key, describeHolder(holder), waited);
+      waits++;
+      options.onWait?.(describeHolder(holder), waited);
+      const backoff = Math.min(2000, 100 * 2 ** Math.min(attempt, 5));
+      await sleep(Math.min(backoff / 2 + Math.random() * (backoff / 2), Math.max(0, waitMs - waited) + 10));
+    }
+  }
+
+  /** True when a heartbeat found the lock taken over by someone else. */
+  get lost(): boolean {
+    return this.lostFlag;
+  }
+
+  private async heartbeat(): Promise<void> {
+    try {
+      const text = JSON.stringify(this.body);
+      const result = await this.store.put(this.key, text, { ifMatch: this.etag });
+      if (result.status === 'written') this.etag = result.etag;
+      else this.lostFlag = true;
+    } catch {
+      // A failed renewal is retried at the next beat; the TTL is three beats long.
+    }
+  }
+
+  /** Releases the lock if it is still ours (nonce checked, then the exact version deleted). */
+  async release(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    const current = await this.store.get(this.key);
+    if (!current || parseLock(current.body).nonce !== this.body.nonce) return;
+    await this.store.delete(this.key, this.conditional ? current.etag : undefined);
+  }
+}
+
+/** Runs `work` while holding the lock at `key`, releasing it whatever happens. */
+export async function withLock<T>(store: S3Store, key: string, options: LockOptions, work: (lock: DatastoreLock) => Promise<T>): Promise<T> {
+  const lock = await DatastoreLock.acquire(store, key, options);
+  try {
+    return await work(lock);
+  } finally {
+    await lock.release().catch(() => undefined);
+  }
+}

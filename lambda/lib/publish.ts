@@ -1,0 +1,143 @@
+/** Publishing an index safely: under the datastore lock, with conditional writes, re-checked until it holds. */
+import { PublishConflictError } from './errors';
+import type { DatastoreIndex } from './index-file';
+import { CONTROL_DIR, LOCK_KEY } from './keys';
+import { type LiveIndex, readLiveIndex, writeIndex } from './live-index';
+import { type LockOptions, withLock } from './lock';
+import { type IndexScope, rootBase, scopeBase } from './root';
+import { ConditionalWritesUnsupportedError, type S3Store } from './s3';
+
+/** Decides the index a scope should have given what is live; undefined means "nothing to change". */
+export type Planner = (live: LiveIndex) => Promise<DatastoreIndex | undefined>;
+
+/** Structured events a caller may log. */
+export type PublishEvent =
+  | { readonly event: 'conflict'; readonly attempt: number }
+  | { readonly event: 'lock-wait'; readonly holder: string; readonly waitedMs: number }
+  | { readonly event: 'conditional-writes-unsupported' }
+  | { readonly event: 'kept-unreadable-copy'; readonly copyKey: string; readonly reason: string }
+  | { readonly event: 'erased'; readonly round: number };
+
+/** How to publish. */
+export interface PublishOptions {
+  readonly lock?: LockOptions;
+  /** Conditional write attempts before giving up. @default 6 */
+  readonly maxAttempts?: number;
+  /** Re-checks after a write, re-applying what a racing writer erased. @default 2 */
+  readonly convergeRounds?: number;
+  /** Shard partitions a listing saw, so a shard-first root without `_meta.json` is still read as shards. */
+  readonly shardPartitions?: readonly string[];
+  readonly onEvent?: (event: PublishEvent) => void;
+}
+
+/** What a publish did. */
+export interface PublishOutcome {
+  /** True when the index was written at least once. */
+  readonly published: boolean;
+  /** Index writes made (a conflict is not a write). */
+  readonly writes: number;
+  /** Conditional writes that lost a race (412). */
+  readonly conflicts: number;
+  readonly lockWaits: number;
+  /** Where the bytes of an unreadable index were kept before it was replaced. */
+  readonly keptCopy?: string;
+  /** False when the store rejected conditional writes and only the lock protected the write. */
+  readonly conditional: boolean;
+  /** The live index as it was first read. */
+  readonly before: LiveIndex;
+  /** The index as written last, when written. */
+  readonly index?: DatastoreIndex;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function jitter(attempt: number): number {
+  const cap = Math.min(2000, 50 * 2 ** attempt);
+  return cap / 2 + Math.random() * (cap / 2);
+}
+
+/** Key under `_control/` where an unreadable index is kept before it is replaced. */
+export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = new Date()): string {
+  const name = sourceKey.slice(scopeBase(scope).length).replace(/\//g, '~');
+  return `${scopeBase(scope)}${CONTROL_DIR}unreadable/${now.toISOString().replace(/[:.]/g, '-')}-${name}`;
+}
+
+/**
+ * Publishes what `plan` decides: reads the live index, and only when something must change takes the
+ * root's lock, re-reads, re-plans and writes with `If-Match`/`If-None-Match`, retrying lost races;
+ * afterwards re-reads and re-applies whatever a client's unconditional push erased.
+ */
+export async function publishIndex(store: S3Store, scope: IndexScope, plan: Planner, options: PublishOptions = {}): Promise<PublishOutcome> {
+  const maxAttempts = options.maxAttempts ?? 6;
+  const rounds = options.convergeRounds ?? 2;
+  const emit = options.onEvent ?? (() => undefined);
+  const before = await readLiveIndex(store, scope, options.shardPartitions);
+  let live = before;
+  let next = await plan(live);
+  let writes = 0;
+  let conflicts = 0;
+  let lockWaits = 0;
+  let keptCopy: string | undefined;
+  let conditional = true;
+  let written: DatastoreIndex | undefined;
+  const keptEtags = new Set<string>();
+  const lockOptions: LockOptions = {
+    ...options.lock,
+    onWait: (holder, waitedMs) => {
+      lockWaits++;
+      emit({ event: 'lock-wait', holder, waitedMs });
+      options.lock?.onWait?.(holder, waitedMs);
+    },
+    onUnsupported: () => {
+      conditional = false;
+      emit({ event: 'conditional-writes-unsupported' });
+    },
+  };
+
+  for (let round = 0; next && round <= rounds; round++) {
+    if (round > 0) emit({ event: 'erased', round });
+    await withLock(store, rootBase(scope.root) + LOCK_KEY, lockOptions, async (lock) => {
+      for (let attempt = 0; ; attempt++) {
+        // Re-read under the lock: what was read before it may already be out of date.
+        live = await readLiveIndex(store, scope, options.shardPartitions);
+        next = await plan(live);
+        if (!next) return;
+        if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
+        if (live.state === 'unreadable' && !keptEtags.has(live.etag)) {
+          keptCopy = unreadableCopyKey(scope, live.key);
+          await store.put(keptCopy, live.bytes, undefined, 'application/octet-stream');
+          keptEtags.add(live.etag);
+          emit({ event: 'kept-unreadable-copy', copyKey: keptCopy, reason: live.reason });
+        }
+        let status: 'written' | 'conflict';
+        try {
+          status = await writeIndex(store, scope, live, next, conditional);
+        } catch (err) {
+          if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
+          conditional = false;
+          emit({ event: 'conditional-writes-unsupported' });
+          status = await writeIndex(store, scope, live, next, false);
+        }
+        if (status === 'written') {
+          writes++;
+          written = next;
+          return;
+        }
+        conflicts++;
+        emit({ event: 'conflict', attempt });
+        if (attempt + 1 >= maxAttempts) {
+          throw new PublishConflictError(
+            `The index ${scopeBase(scope)}.datastore-index.json kept changing: ${conflicts} conditional writes lost their race`,
+            'Another writer is not honouring the datastore lock; retry later',
+          );
+        }
+        await sleep(jitter(attempt));
+      }
+    });
+    if (!written) break;
+    // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
+    live = await readLiveIndex(store, scope, options.shardPartitions);
+    next = await plan(live);
+  }
+  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, index: written };
+}

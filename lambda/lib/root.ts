@@ -1,0 +1,83 @@
+import { ConfigError } from './errors';
+
+/** The S3 settings a swamp client takes; credentials come from the standard AWS chain. */
+export interface S3Settings {
+  readonly region?: string;
+  readonly endpoint?: string;
+  readonly forcePathStyle?: boolean;
+}
+
+/** A datastore root: a bucket plus an optional key prefix (no leading or trailing `/`). */
+export interface DatastoreRoot {
+  readonly bucket: string;
+  readonly prefix: string;
+}
+
+/** One index of a root: the root's own (namespace undefined) or a namespace's. */
+export interface IndexScope {
+  readonly root: DatastoreRoot;
+  readonly namespace?: string;
+}
+
+/** swamp's `--config` for `@swamp/s3-datastore`, exactly its keys. */
+export interface DatastoreConfig extends S3Settings {
+  readonly bucket: string;
+  readonly prefix?: string;
+}
+
+const CONFIG_KEYS = new Set(['bucket', 'prefix', 'region', 'endpoint', 'forcePathStyle']);
+
+/** Strips slashes at both ends so `a/b/`, `/a/b` and `a/b` name the same root. */
+export function normalizePrefix(prefix: string | undefined): string {
+  return (prefix ?? '').replace(/^\/+|\/+$/g, '');
+}
+
+/** Validates a datastore config (parsed JSON or assembled flags) and names the bad key. */
+export function parseDatastoreConfig(value: unknown): DatastoreConfig {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigError('The datastore config must be a JSON object', 'Example: {"bucket":"my-bucket","prefix":"swamp"}');
+  }
+  const record = value as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!CONFIG_KEYS.has(key)) {
+      throw new ConfigError(`Unknown datastore config key "${key}"`, `Allowed keys: ${[...CONFIG_KEYS].join(', ')}`);
+    }
+  }
+  const str = (key: string): string | undefined => {
+    const v = record[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'string') throw new ConfigError(`Datastore config "${key}" must be a string`);
+    return v;
+  };
+  const bucket = str('bucket');
+  if (!bucket) throw new ConfigError('The datastore config needs a "bucket"', 'Pass --bucket or --config \'{"bucket":"…"}\'');
+  const fps = record.forcePathStyle;
+  if (fps !== undefined && typeof fps !== 'boolean') throw new ConfigError('Datastore config "forcePathStyle" must be true or false');
+  const endpoint = str('endpoint');
+  if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) {
+    throw new ConfigError(`Datastore config "endpoint" must be an http(s) URL, got "${endpoint}"`);
+  }
+  return { bucket, prefix: str('prefix'), region: str('region'), endpoint, forcePathStyle: fps };
+}
+
+/** The root a config names. */
+export function rootOf(config: DatastoreConfig): DatastoreRoot {
+  return { bucket: config.bucket, prefix: normalizePrefix(config.prefix) };
+}
+
+/** The key prefix (empty or ending in `/`) under which a scope's relative keys live. */
+export function scopeBase(scope: IndexScope): string {
+  const parts = [scope.root.prefix, scope.namespace].filter((p): p is string => !!p);
+  return parts.length ? `${parts.join('/')}/` : '';
+}
+
+/** The key prefix (empty or ending in `/`) of a root. */
+export function rootBase(root: DatastoreRoot): string {
+  return root.prefix ? `${root.prefix}/` : '';
+}
+
+/** A short name for logs and reports: `s3://bucket/prefix[#namespace]`. */
+export function describeScope(scope: IndexScope): string {
+  const where = `s3://${scope.root.bucket}/${scope.root.prefix}`;
+  return scope.namespace ? `${where}#${scope.namespace}` : where;
+}

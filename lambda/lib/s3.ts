@@ -1,0 +1,283 @@
+/** The one seam to S3: every request the indexer makes goes through `S3Store`. */
+import { Readable } from 'node:stream';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import {
+  AccessDeniedError,
+  BucketNotFoundError,
+  CredentialsError,
+  IndexerError,
+  S3UnavailableError,
+} from './errors';
+import type { S3Settings } from './root';
+
+/** An object's metadata; `etag` without quotes. */
+export interface ObjectInfo {
+  readonly size: number;
+  readonly etag: string;
+  readonly lastModified: Date;
+}
+
+/** An object's bytes and metadata. */
+export interface StoredObject extends ObjectInfo {
+  readonly body: Buffer;
+}
+
+/** One ListObjectsV2 page: objects with full keys, and common prefixes when a delimiter was given. */
+export interface ListPage {
+  readonly objects: { key: string; size: number; lastModified: Date; etag: string }[];
+  readonly prefixes: string[];
+}
+
+/** Create only (`If-None-Match: *`) or replace only that version (`If-Match`). */
+export type WriteCondition = { readonly ifNoneMatch: '*' } | { readonly ifMatch: string };
+
+/** A conditional write either lands or loses its race (412). */
+export type WriteResult = { readonly status: 'written'; readonly etag: string } | { readonly status: 'conflict' };
+
+/** The store answered a conditional request with "not implemented": fall back to the lock alone. */
+export class ConditionalWritesUnsupportedError extends IndexerError {}
+
+/** Options of a listing. */
+export interface ListOptions {
+  readonly prefix: string;
+  readonly startAfter?: string;
+  readonly delimiter?: string;
+  readonly maxKeys?: number;
+}
+
+/** Strips the double quotes S3 puts around ETags. */
+export function unquoteEtag(etag: string | undefined): string {
+  return (etag ?? '').replace(/^W\//, '').replace(/^"|"$/g, '');
+}
+
+interface AwsError {
+  name?: string;
+  Code?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as AwsError)?.$metadata?.httpStatusCode;
+}
+
+function codeOf(err: unknown): string {
+  const e = err as AwsError;
+  return e?.Code ?? e?.name ?? '';
+}
+
+function isNotFound(err: unknown): boolean {
+  const code = codeOf(err);
+  return (statusOf(err) === 404 && code !== 'NoSuchBucket') || code === 'NoSuchKey' || code === 'NotFound';
+}
+
+/** True for a lost conditional write: 412, or 409 when S3 saw two conditional writes at once. */
+function isConflict(err: unknown): boolean {
+  const code = codeOf(err);
+  return statusOf(err) === 412 || code === 'PreconditionFailed' || code === 'ConditionalRequestConflict';
+}
+
+function isUnsupported(err: unknown): boolean {
+  const code = codeOf(err);
+  return statusOf(err) === 501 || code === 'NotImplemented';
+}
+
+/** Turns an SDK error into one of ours, with what the user can do about it. */
+export function translateError(err: unknown, operation: string, bucket: string, key?: string): Error {
+  if (err instanceof IndexerError) return err;
+  const code = codeOf(err);
+  const status = statusOf(err);
+  const where = key === undefined ? `s3://${bucket}` : `s3://${bucket}/${key}`;
+  const detail = (err as AwsError)?.message ?? String(err);
+  if (code === 'NoSuchBucket') {
+    return new BucketNotFoundError(`Bucket "${bucket}" does not exist`, 'Check the bucket name, region and endpoint', { cause: err });
+  }
+  if (
+    code === 'CredentialsProviderError' ||
+    code === 'InvalidAccessKeyId' ||
+    code === 'SignatureDoesNotMatch' ||
+    code === 'ExpiredToken' ||
+    code === 'InvalidToken' ||
+    code === 'TokenRefreshRequired'
+  ) {
+    return new CredentialsError(
+      `S3 rejected the credentials for ${operation} on ${where} (${code})`,
+      'Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or refresh your session',
+      { cause: err },
+    );
+  }
+  if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
+    return new AccessDeniedError(
+      `Access denied: ${operation} on ${where}`,
+      `Grant this identity s3:${operation} on that resource`,
+      { cause: err },
+    );
+  }
+  if (status === undefined || status >= 500 || code === 'SlowDown' || code === 'TimeoutError' || code === 'RequestTimeout') {
+    return new S3UnavailableError(`S3 kept failing on ${operation} ${where}: ${detail}`, 'Retry later; check the endpoint and network', {
+      cause: err,
+    });
+  }
+  return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
+}
+
+/** Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts. */
+export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}): S3Client {
+  return new S3Client({
+    region: settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    endpoint: settings.endpoint,
+    forcePathStyle: settings.forcePathStyle,
+    maxAttempts: 6,
+    retryMode: 'adaptive',
+    // S3-compatible stores vary in checksum support; S3 itself needs none for these small requests.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000, httpAgent: { maxSockets: 64 }, httpsAgent: { maxSockets: 64 } },
+    ...overrides,
+  });
+}
+
+/** Bucket-scoped S3 operations with typed errors and per-operation request counts. */
+export class S3Store {
+  /** HTTP requests sent, by operation (retries count). */
+  readonly requests: Record<string, number> = {};
+
+  constructor(
+    readonly client: S3Client,
+    readonly bucket: string,
+  ) {
+    client.middlewareStack.add(
+      (next, context) => async (args) => {
+        const op = (context.commandName ?? 'Unknown').replace(/Command$/, '');
+        this.requests[op] = (this.requests[op] ?? 0) + 1;
+        return next(args);
+      },
+      { step: 'deserialize', name: 'datastoreIndexerRequestCounter', override: true },
+    );
+  }
+
+  /** A store for a bucket reached with swamp's settings. */
+  static connect(settings: S3Settings, bucket: string): S3Store {
+    return new S3Store(createS3Client(settings), bucket);
+  }
+
+  /** Total requests sent so far. */
+  requestTotal(): number {
+    return Object.values(this.requests).reduce((a, b) => a + b, 0);
+  }
+
+  /** Streams ListObjectsV2 pages, one request at a time, until the listing ends. */
+  async *listPages(options: ListOptions): AsyncGenerator<ListPage> {
+    let token: string | undefined;
+    do {
+      let out;
+      try {
+        out = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: options.prefix || undefined,
+            Delimiter: options.delimiter,
+            StartAfter: token ? undefined : options.startAfter,
+            ContinuationToken: token,
+            MaxKeys: options.maxKeys,
+          }),
+        );
+      } catch (err) {
+        throw translateError(err, 'ListBucket', this.bucket, options.prefix);
+      }
+      yield {
+        objects: (out.Contents ?? []).map((o) => ({
+          key: o.Key ?? '',
+          size: o.Size ?? 0,
+          lastModified: o.LastModified ?? new Date(0),
+          etag: unquoteEtag(o.ETag),
+        })),
+        prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
+      };
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Reads an object whole, or undefined when it does not exist. */
+  async get(key: string): Promise<StoredObject | undefined> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      const body = Buffer.from(await out.Body!.transformToByteArray());
+      return { body, size: body.length, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw translateError(err, 'GetObject', this.bucket, key);
+    }
+  }
+
+  /** Opens an object as a stream, or undefined when it does not exist. */
+  async open(key: string): Promise<{ stream: Readable; info: ObjectInfo } | undefined> {
+    try {
+      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      return {
+        stream: out.Body as Readable,
+        info: { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) },
+      };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw translateError(err, 'GetObject', this.bucket, key);
+    }
+  }
+
+  /** An object's metadata, or undefined when it does not exist. */
+  async head(key: string): Promise<ObjectInfo | undefined> {
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      return { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) };
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw translateError(err, 'HeadObject', this.bucket, key);
+    }
+  }
+
+  /** Writes an object, optionally only if the condition holds; a lost race is a result, not an error. */
+  async put(key: string, body: Buffer | string, condition?: WriteCondition, contentType = 'application/json'): Promise<WriteResult> {
+    try {
+      const out = await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          IfNoneMatch: condition && 'ifNoneMatch' in condition ? '*' : undefined,
+          IfMatch: condition && 'ifMatch' in condition ? `"${condition.ifMatch}"` : undefined,
+        }),
+      );
+      return { status: 'written', etag: unquoteEtag(out.ETag) };
+    } catch (err) {
+      if (condition && isConflict(err)) return { status: 'conflict' };
+      if (condition && isUnsupported(err)) {
+        throw new ConditionalWritesUnsupportedError(`The store does not implement conditional writes (PutObject ${key})`, undefined, {
+          cause: err,
+        });
+      }
+      throw translateError(err, 'PutObject', this.bucket, key);
+    }
+  }
+
+  /** Deletes an object, optionally only that version (`If-Match`); a lost race is a result. */
+  async delete(key: string, ifMatch?: string): Promise<'deleted' | 'conflict'> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: ifMatch ? `"${ifMatch}"` : undefined }));
+      return 'deleted';
+    } catch (err) {
+      if (ifMatch && isConflict(err)) return 'conflict';
+      if (ifMatch && isNotFound(err)) return 'conflict';
+      if (ifMatch && isUnsupported(err)) return this.delete(key);
+      throw translateError(err, 'DeleteObject', this.bucket, key);
+    }
+  }
+}
