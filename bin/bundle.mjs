@@ -1,14 +1,26 @@
 #!/usr/bin/env node
 // Bundles the Lambda handler (dist/lambda/index.js) and the command (dist/cli/cli.js) with esbuild.
+// The Lambda's esbuild options live in infra/bundling.json, which the CDK construct reads too, so the
+// asset `cdk synth` builds is byte-identical to dist/lambda/index.js.
 import { build } from 'esbuild';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const lambda = JSON.parse(readFileSync(join(root, 'infra', 'bundling.json'), 'utf8'));
 const common = { bundle: true, platform: 'node', sourcemap: true, logLevel: 'warning', absWorkingDir: root };
 const targets = [
-  { entryPoints: ['lambda/index.ts'], outfile: 'dist/lambda/index.js', target: 'node22', minify: true },
+  {
+    entryPoints: [lambda.entry],
+    outfile: lambda.outfile,
+    platform: lambda.platform,
+    format: lambda.format,
+    target: lambda.target,
+    minify: lambda.minify,
+    sourcemap: lambda.sourcemap,
+    external: lambda.external,
+  },
   { entryPoints: ['bin/cli.ts'], outfile: 'dist/cli/cli.js', target: 'node20' },
 ];
 for (const t of targets) {

@@ -1,0 +1,96 @@
+import * as path from 'node:path';
+import { Runtime } from 'aws-cdk-lib/aws-lambda';
+import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
+import shared from '../bundling.json';
+
+/**
+ * The Lambda bundle's esbuild options, as written in `infra/bundling.json`.
+ *
+ * `bin/bundle.mjs` (plain ESM, run by node) reads the same file, so `npm run bundle` and the
+ * `NodejsFunction` asset come out of one definition and stay byte-identical.
+ */
+export interface LambdaBundleOptions {
+  /** Handler entry, relative to the project root. */
+  readonly entry: string;
+  /** Where `npm run bundle` writes the bundle, relative to the project root. */
+  readonly outfile: string;
+  readonly platform: 'node';
+  readonly format: 'cjs';
+  /** esbuild target, `node<major>`; it also picks the Lambda runtime. */
+  readonly target: string;
+  readonly minify: boolean;
+  readonly sourcemap: boolean;
+  /** Modules left out of the bundle; empty means the AWS SDK is bundled too. */
+  readonly external: readonly string[];
+}
+
+/** The project root: the folder that holds `package.json`, `package-lock.json` and `infra/`. */
+export const PROJECT_ROOT = path.join(__dirname, '..', '..');
+
+/** Runtimes we accept, keyed by the esbuild target they match. */
+const RUNTIME_BY_TARGET: Readonly<Record<string, Runtime>> = {
+  node22: Runtime.NODEJS_22_X,
+  node24: Runtime.NODEJS_24_X,
+};
+
+/** Checks the JSON's shape once, so a typo there fails at synth time with the file's name. */
+function parse(raw: unknown): LambdaBundleOptions {
+  const where = 'infra/bundling.json';
+  if (typeof raw !== 'object' || raw === null) throw new Error(`${where} must hold a JSON object`);
+  const o = raw as Record<string, unknown>;
+  const str = (k: string): string => {
+    if (typeof o[k] !== 'string' || o[k] === '') throw new Error(`${where}: "${k}" must be a non-empty string`);
+    return o[k] as string;
+  };
+  const bool = (k: string): boolean => {
+    if (typeof o[k] !== 'boolean') throw new Error(`${where}: "${k}" must be true or false`);
+    return o[k] as boolean;
+  };
+  // CDK names an ESM bundle index.mjs while bin/bundle.mjs writes index.js: only CJS keeps them equal.
+  if (o.format !== 'cjs') throw new Error(`${where}: "format" must be "cjs"`);
+  if (o.platform !== 'node') throw new Error(`${where}: "platform" must be "node"`);
+  if (!Array.isArray(o.external) || !o.external.every((e) => typeof e === 'string')) {
+    throw new Error(`${where}: "external" must be an array of module names`);
+  }
+  const target = str('target');
+  if (!(target in RUNTIME_BY_TARGET)) {
+    throw new Error(`${where}: "target" ${target} has no Lambda runtime here; use one of ${Object.keys(RUNTIME_BY_TARGET).join(', ')}`);
+  }
+  return {
+    entry: str('entry'),
+    outfile: str('outfile'),
+    platform: 'node',
+    format: 'cjs',
+    target,
+    minify: bool('minify'),
+    sourcemap: bool('sourcemap'),
+    external: o.external as string[],
+  };
+}
+
+/** The shared options, checked. */
+export const LAMBDA_BUNDLE: LambdaBundleOptions = parse(shared);
+
+/** The Lambda runtime that matches the bundle's esbuild target. */
+export const LAMBDA_RUNTIME: Runtime = RUNTIME_BY_TARGET[LAMBDA_BUNDLE.target];
+
+/** The handler entry `npm run bundle` builds, as an absolute path. */
+export const DEFAULT_ENTRY = path.join(PROJECT_ROOT, LAMBDA_BUNDLE.entry);
+
+/**
+ * The same options in the words of `NodejsFunction`.
+ *
+ * Local esbuild only: Docker is never used (it is not on every machine, and a Docker build would
+ * be a second toolchain whose output could differ from `npm run bundle`).
+ */
+export function nodejsBundling(options: LambdaBundleOptions = LAMBDA_BUNDLE): BundlingOptions {
+  return {
+    forceDockerBundling: false,
+    format: OutputFormat.CJS,
+    target: options.target,
+    minify: options.minify,
+    sourceMap: options.sourcemap,
+    // An explicit list, even empty, replaces CDK's default of leaving @aws-sdk/* to the runtime.
+    externalModules: [...options.external],
+  };
+}
