@@ -1,0 +1,164 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { Policy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup } from 'aws-cdk-lib/aws-logs';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { IndexerAlarms } from './private/alarms';
+import { DEFAULT_ENTRY, LAMBDA_RUNTIME, nodejsBundling } from './private/bundling';
+import { deliverS3Notifications, EventBridgeDelivery } from './private/event-delivery';
+import { suppressIndexerFindings, suppressNotificationsHandlerFindings } from './private/nag-suppressions';
+import { kmsAccessStatement, s3AccessStatements } from './private/s3-access';
+import { resolveProps } from './private/validate';
+import { EventDelivery, type DatastoreIndexerProps } from './props';
+
+/** Names of the environment variables the Lambda reads: the contract with `lambda/index.ts`. */
+export const INDEXER_ENV = {
+  bucket: 'DATASTORE_BUCKET',
+  prefixes: 'DATASTORE_PREFIXES',
+  queueUrl: 'DATASTORE_QUEUE_URL',
+} as const;
+
+/** Service name in Powertools logs and metrics; the same name as the command and the README. */
+export const SERVICE_NAME = 'datastore-indexer';
+
+/** CloudWatch namespace of the Lambda's Powertools metrics. */
+export const METRICS_NAMESPACE = 'DatastoreIndexer';
+
+/** Messages a failing event gets before it goes to the dead-letter queue (Lambda's advice for SQS: at least 5). */
+const MAX_RECEIVE_COUNT = 5;
+
+/** Events per invocation: the most SQS allows with a batching window is 10 000; 1 000 keeps a batch well under 6 MB. */
+const BATCH_SIZE = 1000;
+
+/**
+ * Keeps the index of every swamp datastore in one shared bucket true.
+ *
+ * Object events reach an encrypted queue (through S3 notifications or EventBridge), a single
+ * function folds them into the indexes, and a schedule runs a full drift repair. The function holds
+ * one reserved slot so two runs never race on the same index.
+ *
+ * @example
+ * new DatastoreIndexer(this, 'Indexer', {
+ *   bucket: Bucket.fromBucketName(this, 'Shared', 'my-shared-bucket'),
+ *   prefixes: ['swamp', 'infra'],
+ * });
+ */
+export class DatastoreIndexer extends Construct {
+  /** The indexer function. */
+  readonly function: NodejsFunction;
+  /** The queue of object events (and of the function's own delayed re-checks). */
+  readonly queue: Queue;
+  /** Where events go after {@link MAX_RECEIVE_COUNT} failed receives. */
+  readonly deadLetterQueue: Queue;
+  /** The rule that runs the drift repair. */
+  readonly scheduleRule: Rule;
+  /** The dead-letter, error and queue-age alarms. */
+  readonly alarms: IndexerAlarms;
+
+  constructor(scope: Construct, id: string, props: DatastoreIndexerProps) {
+    super(scope, id);
+    const config = resolveProps(props);
+    const { bucket } = props;
+
+    this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+
+    // Lambda's advice for SQS sources: at least 6x the function timeout, plus the batching window,
+    // so a message is never redelivered while an invocation may still be working on it.
+    const visibilityTimeout = Duration.seconds(6 * config.timeout.toSeconds() + config.batchingWindow.toSeconds());
+    this.queue = new Queue(this, 'Queue', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout,
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
+    });
+
+    // An explicit role and log group: log writes are granted on this log group only, instead of
+    // the account-wide AWSLambdaBasicExecutionRole managed policy.
+    const role = new Role(this, 'ServiceRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: 'Datastore indexer function',
+    });
+    const logGroup = new LogGroup(this, 'LogGroup', {
+      retention: config.logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    logGroup.grantWrite(role);
+
+    this.function = new NodejsFunction(this, 'Function', {
+      description: 'Keeps the swamp datastore indexes of one bucket true',
+      entry: props.entry ?? DEFAULT_ENTRY,
+      handler: 'handler',
+      runtime: LAMBDA_RUNTIME,
+      architecture: Architecture.ARM_64,
+      memorySize: config.memorySize,
+      timeout: config.timeout,
+      // One writer per bucket: concurrent runs would race each other on the same index.
+      reservedConcurrentExecutions: 1,
+      role,
+      logGroup,
+      bundling: nodejsBundling(),
+      environment: {
+        [INDEXER_ENV.bucket]: bucket.bucketName,
+        [INDEXER_ENV.prefixes]: config.prefixes.join(','),
+        [INDEXER_ENV.queueUrl]: this.queue.queueUrl,
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+    });
+
+    this.function.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: BATCH_SIZE,
+        maxBatchingWindow: config.batchingWindow,
+        reportBatchItemFailures: true,
+        // The lowest Lambda allows; with one reserved slot, more pollers would only be throttled.
+        maxConcurrency: 2,
+      }),
+    );
+    // The function re-queues delayed re-checks of keys it could not settle yet.
+    this.queue.grantSendMessages(this.function);
+
+    const access = new Policy(this, 'DatastoreAccess', {
+      statements: s3AccessStatements(bucket.bucketArn, config.prefixes),
+    });
+    const key = props.encryptionKey ?? bucket.encryptionKey;
+    if (key) access.addStatements(kmsAccessStatement(key.keyArn));
+    access.attachToRole(role);
+    // The function must not run (from the queue or the schedule) before it may touch the bucket.
+    this.function.node.addDependency(access);
+
+    if (config.eventDelivery === EventDelivery.EVENTBRIDGE) {
+      new EventBridgeDelivery(this, 'ObjectEvents', bucket, this.queue, config.prefixes);
+    } else {
+      deliverS3Notifications(bucket, this.queue, config.prefixes);
+      suppressNotificationsHandlerFindings(this);
+    }
+
+    this.scheduleRule = new Rule(this, 'DriftRepairSchedule', {
+      description: 'Datastore indexer: full drift repair of every datastore root',
+      schedule: config.schedule,
+      // A repair older than the next one is pointless: retry briefly, then let the next run do it.
+      targets: [new LambdaFunction(this.function, { retryAttempts: 2, maxEventAge: Duration.hours(1) })],
+    });
+
+    this.alarms = new IndexerAlarms(this, 'Alarms', {
+      function: this.function,
+      queue: this.queue,
+      deadLetterQueue: this.deadLetterQueue,
+      visibilityTimeout,
+      topic: props.alarmTopic,
+    });
+
+    suppressIndexerFindings(access, bucket.bucketArn, config.prefixes);
+  }
+}

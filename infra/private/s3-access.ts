@@ -1,0 +1,78 @@
+import { Aws } from 'aws-cdk-lib';
+import { Effect, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+
+/**
+ * The object-key roots the grants cover: `p/` per prefix, or `''` for the bucket root.
+ * Always ending in '/' (or empty) so that prefix `swamp` never reaches `swamp-other/`.
+ */
+export function keyRoots(prefixes: readonly string[]): string[] {
+  return prefixes.length ? prefixes.map((p) => `${p}/`) : [''];
+}
+
+/**
+ * The S3 statements of the indexer's role, scoped to the datastore roots.
+ *
+ * - ListBucket on the bucket, limited by `s3:prefix` to the roots (no condition at the bucket root);
+ * - GetObject and PutObject on the objects under each root (index, shards, lock, `_control/`;
+ *   GetObject also answers HeadObject);
+ * - DeleteObject only on the locks and `_control/` keys: the indexer never deletes data.
+ *
+ * No statement names `*` as a resource.
+ */
+export function s3AccessStatements(bucketArn: string, prefixes: readonly string[]): PolicyStatement[] {
+  const roots = keyRoots(prefixes);
+  const list = new PolicyStatement({
+    sid: 'ListDatastoreRoots',
+    effect: Effect.ALLOW,
+    actions: ['s3:ListBucket'],
+    resources: [bucketArn],
+    ...(prefixes.length
+      ? { conditions: { StringLike: { 's3:prefix': prefixes.flatMap((p) => [p, `${p}/`, `${p}/*`]) } } }
+      : {}),
+  });
+  const readWrite = new PolicyStatement({
+    sid: 'ReadWriteDatastoreObjects',
+    effect: Effect.ALLOW,
+    actions: ['s3:GetObject', 's3:PutObject'],
+    resources: roots.map((r) => `${bucketArn}/${r}*`),
+  });
+  const deleteInternal = new PolicyStatement({
+    sid: 'DeleteLocksAndControlKeys',
+    effect: Effect.ALLOW,
+    actions: ['s3:DeleteObject'],
+    // `*/` covers namespace folders (`<root>/<ns>/.datastore.lock`, `<root>/<ns>/_control/…`).
+    resources: roots.flatMap((r) => [
+      `${bucketArn}/${r}.datastore.lock`,
+      `${bucketArn}/${r}*/.datastore.lock`,
+      `${bucketArn}/${r}_control/*`,
+      `${bucketArn}/${r}*/_control/*`,
+    ]),
+  });
+  return [list, readWrite, deleteInternal];
+}
+
+/** Use of the bucket's SSE-KMS key, only through S3 in this region. */
+export function kmsAccessStatement(keyArn: string): PolicyStatement {
+  return new PolicyStatement({
+    sid: 'UseBucketKeyThroughS3',
+    effect: Effect.ALLOW,
+    actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+    resources: [keyArn],
+    conditions: { StringEquals: { 'kms:ViaService': `s3.${Aws.REGION}.amazonaws.com` } },
+  });
+}
+
+/** Escapes a literal for use inside a RegExp source. */
+function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+/**
+ * A cdk-nag `appliesTo` regex that matches exactly the wildcard object ARNs of
+ * {@link s3AccessStatements} for these prefixes (the bucket ARN part is any single ARN without '/').
+ */
+export function s3WildcardFindingPattern(prefixes: readonly string[]): string {
+  const roots = keyRoots(prefixes).map(escapeRegExp);
+  const suffixes = ['\\*', '\\*\\/\\.datastore\\.lock', '_control\\/\\*', '\\*\\/_control\\/\\*'];
+  return `/^Resource::[^/]+\\/(${roots.join('|')})(${suffixes.join('|')})$/`;
+}

@@ -1,0 +1,99 @@
+import { Duration, Token } from 'aws-cdk-lib';
+import { Schedule } from 'aws-cdk-lib/aws-events';
+import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { DatastoreIndexerPropError } from '../errors';
+import { EventDelivery, type DatastoreIndexerProps } from '../props';
+
+/** The props with every default filled in, checked. */
+export interface ResolvedIndexerProps {
+  readonly prefixes: readonly string[];
+  readonly schedule: Schedule;
+  readonly batchingWindow: Duration;
+  readonly memorySize: number;
+  readonly timeout: Duration;
+  readonly logRetention: RetentionDays;
+  readonly eventDelivery: EventDelivery;
+}
+
+/** Characters a prefix may not hold: IAM wildcards would widen the grants, a comma would split DATASTORE_PREFIXES. */
+const FORBIDDEN = /[*?,\u0000-\u001f\u007f]/;
+
+/**
+ * Checks the datastore roots and returns them unchanged.
+ *
+ * Each prefix is used literally in S3 filters, EventBridge patterns and IAM ARNs, so anything that
+ * would make those mean something else is refused here, naming the prop.
+ */
+export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes'): readonly string[] {
+  const seen = new Map<string, number>();
+  prefixes.forEach((p, i) => {
+    const at = `${prop}[${i}]`;
+    const fail = (detail: string): never => {
+      throw new DatastoreIndexerPropError(prop, `${at} ${JSON.stringify(p)} ${detail}`);
+    };
+    if (typeof p !== 'string') fail('must be a string');
+    if (Token.isUnresolved(p)) fail('must be known at synth time, not a token');
+    if (p === '') fail('is empty; give no prefixes at all for the bucket root');
+    if (p.startsWith('/')) fail("must not start with '/': keys are relative to the bucket, e.g. \"swamp\"");
+    if (p.endsWith('/')) fail("must not end with '/': write \"swamp\", the indexer adds the '/'");
+    if (p.includes('//')) fail("must not contain an empty segment ('//')");
+    if (FORBIDDEN.test(p)) fail("must not contain '*', '?', ',' or control characters");
+    if (p.length > 900) fail('is too long for an S3 key prefix');
+    const first = seen.get(p);
+    if (first !== undefined) fail(`is listed twice (also ${prop}[${first}])`);
+    seen.set(p, i);
+  });
+  // S3 refuses two notification rules whose prefixes overlap, and one datastore root inside
+  // another would be indexed twice.
+  for (const a of prefixes) {
+    for (const b of prefixes) {
+      if (b.startsWith(`${a}/`)) {
+        throw new DatastoreIndexerPropError(prop, `${prop} ${JSON.stringify(b)} lies inside ${JSON.stringify(a)}; datastore roots must not nest`);
+      }
+    }
+  }
+  return prefixes;
+}
+
+function seconds(d: Duration, prop: string): number {
+  if (Token.isUnresolved(d.toString())) throw new DatastoreIndexerPropError(prop, 'must be known at synth time, not a token');
+  return d.toSeconds({ integral: false });
+}
+
+/** Fills in the defaults and fails early, naming the prop, on anything AWS would refuse at deploy time. */
+export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps {
+  const prefixes = validatePrefixes(props.prefixes ?? []);
+
+  const batchingWindow = props.batchingWindow ?? Duration.seconds(30);
+  const window = seconds(batchingWindow, 'batchingWindow');
+  // A batch larger than 10 needs a window of at least 1 s; Lambda caps the window at 300 s.
+  if (!Number.isInteger(window) || window < 1 || window > 300) {
+    throw new DatastoreIndexerPropError('batchingWindow', `must be a whole number of seconds from 1 to 300, got ${window}`);
+  }
+
+  const timeout = props.timeout ?? Duration.minutes(5);
+  const t = seconds(timeout, 'timeout');
+  if (!Number.isInteger(t) || t < 1 || t > 900) {
+    throw new DatastoreIndexerPropError('timeout', `must be a whole number of seconds from 1 to 900 (15 min), got ${t}`);
+  }
+
+  const memorySize = props.memorySize ?? 1024;
+  if (!Number.isInteger(memorySize) || memorySize < 128 || memorySize > 10240) {
+    throw new DatastoreIndexerPropError('memorySize', `must be a whole number of MiB from 128 to 10240, got ${memorySize}`);
+  }
+
+  const eventDelivery = props.eventDelivery ?? EventDelivery.S3_NOTIFICATIONS;
+  if (!Object.values(EventDelivery).includes(eventDelivery)) {
+    throw new DatastoreIndexerPropError('eventDelivery', `must be one of ${Object.values(EventDelivery).join(', ')}, got ${String(eventDelivery)}`);
+  }
+
+  return {
+    prefixes,
+    schedule: props.schedule ?? Schedule.rate(Duration.hours(1)),
+    batchingWindow,
+    memorySize,
+    timeout,
+    logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,
+    eventDelivery,
+  };
+}

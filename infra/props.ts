@@ -1,0 +1,86 @@
+import type { Duration } from 'aws-cdk-lib';
+import type { Schedule } from 'aws-cdk-lib/aws-events';
+import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { IBucket } from 'aws-cdk-lib/aws-s3';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+
+/** How the bucket's object events reach the indexer's queue. */
+export enum EventDelivery {
+  /**
+   * S3 event notifications straight to the queue, one filter per prefix, merged into the bucket's
+   * existing notification configuration.
+   */
+  S3_NOTIFICATIONS = 's3',
+  /**
+   * S3 → EventBridge → the queue, for buckets whose notification configuration is owned elsewhere.
+   * A bucket the app creates gets EventBridge turned on; an imported bucket must already have it.
+   */
+  EVENTBRIDGE = 'eventbridge',
+}
+
+/** Properties of a {@link DatastoreIndexer}. */
+export interface DatastoreIndexerProps {
+  /** The bucket that holds the datastores: imported by name (`Bucket.fromBucketName`) or created by the app. */
+  readonly bucket: IBucket;
+
+  /**
+   * Datastore roots (key prefixes without leading or trailing `/`) to keep indexed.
+   * @default [] - one datastore at the bucket root
+   */
+  readonly prefixes?: readonly string[];
+
+  /**
+   * When the full drift repair runs.
+   * @default Schedule.rate(Duration.hours(1))
+   */
+  readonly schedule?: Schedule;
+
+  /**
+   * How long the queue gathers events before invoking the function (1 s to 5 min).
+   * @default Duration.seconds(30)
+   */
+  readonly batchingWindow?: Duration;
+
+  /**
+   * Memory of the function, in MiB (128 to 10240).
+   * @default 1024
+   */
+  readonly memorySize?: number;
+
+  /**
+   * Timeout of the function (up to 15 min); the queue's visibility timeout follows from it.
+   * @default Duration.minutes(5)
+   */
+  readonly timeout?: Duration;
+
+  /**
+   * How long the function's logs are kept.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+
+  /**
+   * How object events arrive.
+   * @default EventDelivery.S3_NOTIFICATIONS
+   */
+  readonly eventDelivery?: EventDelivery;
+
+  /**
+   * Topic that the alarms notify, on alarm and on recovery.
+   * @default - alarms are created without actions
+   */
+  readonly alarmTopic?: ITopic;
+
+  /**
+   * The KMS key that encrypts the bucket's objects, when it uses SSE-KMS.
+   * @default - the bucket's own `encryptionKey`, if any; otherwise no KMS permission is granted
+   */
+  readonly encryptionKey?: IKey;
+
+  /**
+   * The handler's entry file, bundled by local esbuild with the options of `infra/bundling.json`.
+   * @default - `lambda/index.ts` of this project
+   */
+  readonly entry?: string;
+}
