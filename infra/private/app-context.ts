@@ -1,0 +1,130 @@
+import { Schedule } from 'aws-cdk-lib/aws-events';
+import { DatastoreIndexerPropError } from '../errors';
+import { EventDelivery } from '../props';
+import { validatePrefixes } from './validate';
+
+/** One stack the app will create, read from CDK context. */
+export interface IndexerStackConfig {
+  /** CloudFormation stack name, derived from the bucket name. */
+  readonly stackName: string;
+  readonly bucketName: string;
+  readonly prefixes: readonly string[];
+  readonly schedule?: Schedule;
+  readonly eventDelivery?: EventDelivery;
+  readonly alarmTopicArn?: string;
+  readonly kmsKeyArn?: string;
+}
+
+/** Context keys of one bucket, the same in `-c key=value` and in a `buckets` entry. */
+const KEYS = ['bucketName', 'prefixes', 'schedule', 'eventDelivery', 'alarmTopicArn', 'kmsKeyArn'] as const;
+
+const USAGE =
+  'Deploy with: npx cdk deploy -c bucketName=<shared-bucket> [-c prefixes=a,b] [-c schedule="rate(1 hour)"], ' +
+  'or list several buckets: -c buckets=\'[{"bucketName":"a","prefixes":["x"]},{"bucketName":"b"}]\' ' +
+  '(or a "buckets" array in cdk.json context)';
+
+/** S3's rules for (new) bucket names: 3-63 characters, lower case, digits, dots and hyphens. */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** The stack name for a bucket: CloudFormation allows letters, digits and hyphens only. */
+export function stackNameFor(bucketName: string): string {
+  return `DatastoreIndexer-${bucketName.replace(/[^A-Za-z0-9-]/g, '-')}`;
+}
+
+function optionalString(value: unknown, prop: string): string | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (typeof value !== 'string') throw new DatastoreIndexerPropError(prop, `must be a string, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Prefixes arrive as `a,b` from the command line or as a JSON array from cdk.json. */
+function parsePrefixes(value: unknown, prop: string): readonly string[] {
+  if (value === undefined || value === null || value === '') return [];
+  const list = typeof value === 'string' ? value.split(',').map((p) => p.trim()) : value;
+  if (!Array.isArray(list)) throw new DatastoreIndexerPropError(prop, 'must be a comma-separated string or an array of strings');
+  return validatePrefixes(list as string[], prop);
+}
+
+function parseSchedule(value: unknown, prop: string): Schedule | undefined {
+  const expression = optionalString(value, prop);
+  if (expression === undefined) return undefined;
+  if (!/^(rate|cron)\(.+\)$/.test(expression)) {
+    throw new DatastoreIndexerPropError(prop, `must be an EventBridge expression such as "rate(1 hour)" or "cron(0 * * * ? *)", got ${JSON.stringify(expression)}`);
+  }
+  return Schedule.expression(expression);
+}
+
+function parseEventDelivery(value: unknown, prop: string): EventDelivery | undefined {
+  const v = optionalString(value, prop);
+  if (v === undefined) return undefined;
+  const known = Object.values(EventDelivery) as string[];
+  if (!known.includes(v)) throw new DatastoreIndexerPropError(prop, `must be one of ${known.join(', ')}, got ${JSON.stringify(v)}`);
+  return v as EventDelivery;
+}
+
+function parseBucket(entry: Record<string, unknown>, where: string): IndexerStackConfig {
+  const at = (key: string): string => (where ? `${where}.${key}` : key);
+  for (const key of Object.keys(entry)) {
+    if (!(KEYS as readonly string[]).includes(key)) {
+      throw new DatastoreIndexerPropError(at(key), `is not a known setting; use ${KEYS.join(', ')}`);
+    }
+  }
+  const bucketName = optionalString(entry.bucketName, at('bucketName'));
+  if (bucketName === undefined) throw new DatastoreIndexerPropError(at('bucketName'), `is missing. ${USAGE}`);
+  if (!BUCKET_NAME.test(bucketName)) {
+    throw new DatastoreIndexerPropError(at('bucketName'), `${JSON.stringify(bucketName)} is not an S3 bucket name`);
+  }
+  return {
+    stackName: stackNameFor(bucketName),
+    bucketName,
+    prefixes: parsePrefixes(entry.prefixes, at('prefixes')),
+    schedule: parseSchedule(entry.schedule, at('schedule')),
+    eventDelivery: parseEventDelivery(entry.eventDelivery, at('eventDelivery')),
+    alarmTopicArn: optionalString(entry.alarmTopicArn, at('alarmTopicArn')),
+    kmsKeyArn: optionalString(entry.kmsKeyArn, at('kmsKeyArn')),
+  };
+}
+
+/**
+ * Reads the stacks to create from CDK context: either one bucket (`-c bucketName=… -c prefixes=…`)
+ * or a `buckets` list (a JSON string from `-c`, or an array in cdk.json).
+ *
+ * @param context looks a context key up, e.g. `(k) => app.node.tryGetContext(k)`
+ * @throws DatastoreIndexerPropError naming the missing or invalid context key
+ */
+export function readStackConfigs(context: (key: string) => unknown): IndexerStackConfig[] {
+  const rawList = context('buckets');
+  if (rawList === undefined || rawList === null || rawList === '') {
+    const single: Record<string, unknown> = {};
+    for (const key of KEYS) if (context(key) !== undefined) single[key] = context(key);
+    return [parseBucket(single, '')];
+  }
+  const singleKeys = KEYS.filter((k) => context(k) !== undefined);
+  if (singleKeys.length) {
+    throw new DatastoreIndexerPropError('buckets', `cannot be combined with ${singleKeys.join(', ')}; put every bucket in the list`);
+  }
+  let list: unknown = rawList;
+  if (typeof rawList === 'string') {
+    try {
+      list = JSON.parse(rawList);
+    } catch (e) {
+      throw new DatastoreIndexerPropError('buckets', `is not valid JSON (${(e as Error).message}). ${USAGE}`);
+    }
+  }
+  if (!Array.isArray(list) || list.length === 0) throw new DatastoreIndexerPropError('buckets', `must be a non-empty array. ${USAGE}`);
+  const configs = list.map((entry, i) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new DatastoreIndexerPropError(`buckets[${i}]`, 'must be an object such as {"bucketName":"a","prefixes":["x"]}');
+    }
+    return parseBucket(entry as Record<string, unknown>, `buckets[${i}]`);
+  });
+  const seen = new Map<string, number>();
+  configs.forEach((c, i) => {
+    const first = seen.get(c.stackName);
+    if (first !== undefined) {
+      throw new DatastoreIndexerPropError(`buckets[${i}].bucketName`, `${c.bucketName} gives the same stack name as buckets[${first}] (${c.stackName}); list each bucket once, with all its prefixes`);
+    }
+    seen.set(c.stackName, i);
+  });
+  return configs;
+}
