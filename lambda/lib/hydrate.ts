@@ -4,10 +4,13 @@ import { createWriteStream } from 'node:fs';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { mapLimit } from './concurrency';
-import { UnsafeKeyError } from './errors';
+import { PublishConflictError, UnsafeKeyError } from './errors';
+import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { INDEX_KEY } from './keys';
-import { type IndexScope, scopeBase } from './root';
+import { listShardPartitions } from './list';
+import { readLiveIndex } from './live-index';
+import { type DatastoreRoot, type IndexScope, describeScope, scopeBase } from './root';
 import type { S3Store } from './s3';
 
 /** How to hydrate. */
@@ -90,6 +93,55 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
   return { pulled, present, bytes, refused, failed };
+}
+
+/** How to heal a root and then hydrate a cache from one of its indexes. */
+export interface HealAndHydrateOptions extends HydrateOptions {
+  /** Heal only this namespace's index and hydrate from it. @default the root's own index, after healing every index of the root */
+  readonly namespace?: string;
+  /** How to heal; the mode is always 'repair'. */
+  readonly heal?: Omit<HealOptions, 'mode' | 'namespace'>;
+  /** Called once the heal is done, before the first download. */
+  readonly onHealed?: (report: HealReport) => void;
+}
+
+/** What a heal-then-hydrate did. */
+export interface HealAndHydrateReport {
+  readonly heal: HealReport;
+  /** The heal's report for the index the cache was hydrated from. */
+  readonly scope: ScopeReport;
+  /** Entries of the index the cache was hydrated from. */
+  readonly entries: number;
+  readonly hydrate: HydrateReport;
+}
+
+/**
+ * Heals a root's index (absent, unreadable or drifted) and then downloads what the cache lacks from it:
+ * what a swamp client needs before its first pull from a bucket written by others.
+ * @example await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir: '.swamp/cache' })
+ */
+export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
+  const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
+  const report = heal.scopes.find((s) => s.namespace === options.namespace);
+  if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
+  options.onHealed?.(heal);
+  const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+  const index = report.index ?? (await indexAfterHeal(store, scope, report));
+  const hydrate = await hydrateCache(store, scope, index, options);
+  return { heal, scope: report, entries: index.entries.size, hydrate };
+}
+
+/** The live index of a scope the heal found true; a shard-first root may lack `_meta.json`, so its shards are found as clients find them. */
+async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeReport): Promise<DatastoreIndex> {
+  const partitions = report.layout === 'shards' ? await listShardPartitions(store, scopeBase(scope)) : undefined;
+  const live = await readLiveIndex(store, scope, partitions);
+  if (live.state !== 'valid') {
+    throw new PublishConflictError(
+      `The index of ${describeScope(scope)} became ${live.state} right after it was healed`,
+      'Another writer is replacing it; run the command again',
+    );
+  }
+  return live.index;
 }
 
 async function download(store: S3Store, key: string, path: string): Promise<number> {

@@ -1,6 +1,7 @@
 /** Listing a datastore root: pages streamed from S3 and sorted into the scopes they belong to. */
 import type { ListedObject } from './index-file';
-import { SHARD_DIR, isInternalKey, namespaceOfMarker, topFolder } from './keys';
+import { NAMESPACE_MARKER, SHARD_DIR, isInternalKey, namespaceOfMarker, topFolder } from './keys';
+import { type DatastoreRoot, rootBase } from './root';
 import type { ListPage, S3Store } from './s3';
 
 /** Produces every object under a key prefix as a stream of pages, in any order. */
@@ -54,6 +55,25 @@ export async function listScopes(store: S3Store, base: string, lister: Lister = 
     if (ns) scopes.get(ns)!.set(scopedKey, { ...object, key: scopedKey });
   }
   return { scopes, shardPartitions, objectsSeen, startedAt, listingMs };
+}
+
+/** True when the root has a namespace of that name: a top-level folder holding `.namespace.json`. */
+export async function namespaceExists(store: S3Store, root: DatastoreRoot, namespace: string): Promise<boolean> {
+  if (!namespace || namespace.includes('/') || namespace === '.' || namespace === '..') return false;
+  // A listing rather than a HeadObject, so a missing bucket reads as a missing bucket, not a missing namespace.
+  const marker = `${rootBase(root)}${namespace}/${NAMESPACE_MARKER}`;
+  // The marker sorts first among keys that start with it, so the first page tells.
+  for await (const page of store.listPages({ prefix: marker, maxKeys: 1 })) return page.objects.some((o) => o.key === marker);
+  return false;
+}
+
+/** The shard partitions under `<base>_index/` (`base` empty or ending in `/`), as clients find them when `_meta.json` is missing. */
+export async function listShardPartitions(store: S3Store, base: string): Promise<string[]> {
+  const found = new Map<string, string[]>();
+  for await (const page of store.listPages({ prefix: base + SHARD_DIR })) {
+    for (const object of page.objects) notePartition(found, '', object.key.slice(base.length));
+  }
+  return (found.get('') ?? []).sort();
 }
 
 function notePartition(into: Map<string, string[]>, ns: string, rel: string): void {

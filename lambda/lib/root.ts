@@ -60,6 +60,25 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   return { bucket, prefix: str('prefix'), region: str('region'), endpoint, forcePathStyle: fps };
 }
 
+/**
+ * A datastore config from swamp's `--config` JSON text, with separate settings (e.g. command-line
+ * flags) overriding its keys; undefined overrides are ignored. Throws `ConfigError` naming the problem.
+ * @example resolveDatastoreConfig('{"bucket":"b","prefix":"swamp"}', { region: 'eu-west-1' })
+ */
+export function resolveDatastoreConfig(json: string | undefined, overrides: Partial<DatastoreConfig> = {}): DatastoreConfig {
+  let parsed: unknown = {};
+  if (json !== undefined) {
+    try {
+      parsed = JSON.parse(json);
+    } catch (err) {
+      throw new ConfigError(`The datastore config is not valid JSON (${(err as Error).message})`, 'Example: {"bucket":"my-bucket","prefix":"swamp"}');
+    }
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return parseDatastoreConfig(parsed);
+  const given = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+  return parseDatastoreConfig({ ...parsed, ...given });
+}
+
 /** The root a config names. */
 export function rootOf(config: DatastoreConfig): DatastoreRoot {
   return { bucket: config.bucket, prefix: normalizePrefix(config.prefix) };
