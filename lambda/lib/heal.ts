@@ -3,7 +3,7 @@ import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClea
 import type { DatastoreIndex, ListedObject } from './index-file';
 import { partitionOf } from './keys';
 import { type Layout, type LiveIndex, readLiveIndex } from './live-index';
-import { type Lister, listScopes, sequentialLister } from './list';
+import { type Lister, type ScopedListing, listScopes, sequentialLister } from './list';
 import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
 import { type DatastoreRoot, type IndexScope, describeScope, rootBase } from './root';
 import type { S3Store } from './s3';
@@ -19,6 +19,8 @@ export interface HealOptions {
   readonly namespace?: string;
   /** How the root is listed. @default one sequential ListObjectsV2 walk */
   readonly lister?: Lister;
+  /** A listing made already (of the root, or of `namespace` when given), e.g. one resumed across invocations; `lister` is then unused. */
+  readonly listing?: ScopedListing;
   readonly publish?: PublishOptions;
   /** Parallel HeadObject requests when confirming stale entries. @default 16 */
   readonly concurrency?: number;
@@ -66,7 +68,7 @@ export interface HealReport {
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
   const lister = options.lister ?? sequentialLister;
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
-  const listing = await listScopes(store, base, lister);
+  const listing = options.listing ?? (await listScopes(store, base, lister));
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
