@@ -13,3 +13,5 @@ export * from './publish';
 export * from './heal';
 export * from './hydrate';
 export * from './concurrency';
+export * from './notifications';
+export * from './namespaces';
