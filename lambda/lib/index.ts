@@ -15,3 +15,4 @@ export * from './hydrate';
 export * from './concurrency';
 export * from './notifications';
 export * from './namespaces';
+export * from './delta';

@@ -1,0 +1,116 @@
+/** Applying a delta of object changes to one index: read, then one conditional write under the datastore lock. */
+import { mapLimit } from './concurrency';
+import { type ApplyResult, type ObjectChange, applyChanges } from './events';
+import { partitionOf } from './keys';
+import type { Layout, LiveIndex } from './live-index';
+import { type PublishOptions, publishIndex } from './publish';
+import { type IndexScope, describeScope, scopeBase } from './root';
+import type { S3Store } from './s3';
+
+/** What applying a delta did to one index. */
+export interface DeltaReport {
+  readonly scope: string;
+  readonly namespace?: string;
+  /** `applied`: the index holds the delta (written, or already true). `no-index`: absent or unreadable, so nothing was written; heal it from a listing. */
+  readonly status: 'applied' | 'no-index';
+  readonly layout: Layout;
+  /** The index's state as first read. */
+  readonly indexState: LiveIndex['state'];
+  /** Changes offered (one per key). */
+  readonly changes: number;
+  readonly added: number;
+  readonly removed: number;
+  readonly resized: number;
+  /** Changes left out because a shard-first root cannot hold their key (no partition). */
+  readonly unshardable: number;
+  /** Entries in the index afterwards. */
+  readonly entries: number;
+  readonly published: boolean;
+  readonly writes: number;
+  readonly conflicts: number;
+  readonly lockWaits: number;
+  readonly conditional: boolean;
+  readonly publishMs: number;
+}
+
+/**
+ * Applies object changes (keyed by scope-relative key, one change per key, see `latestChanges`) to a
+ * scope's index with `publishIndex`: nothing is written, and the lock is not taken, when the delta changes
+ * nothing (duplicates, replays). An absent or unreadable index is left alone and reported as `no-index`:
+ * a delta cannot make a complete index, a listing must (`healRoot`).
+ *
+ * @example
+ * const changes = latestChanges(events, (c) => c.key.slice(scopeBase(scope).length));
+ * const report = await applyDelta(store, scope, changes, { lock: { waitMs: 10_000 }, convergeRounds: 0 });
+ * if (report.status === 'no-index') await healRoot(store, scope.root, { mode: 'repair', namespace: scope.namespace });
+ */
+export async function applyDelta(
+  store: S3Store,
+  scope: IndexScope,
+  changes: ReadonlyMap<string, ObjectChange>,
+  options: PublishOptions = {},
+): Promise<DeltaReport> {
+  const started = Date.now();
+  let missingIndex = false;
+  let unshardable = 0;
+  let latest: ApplyResult | undefined;
+  const planned: ApplyResult[] = [];
+
+  const plan = async (live: LiveIndex) => {
+    missingIndex = live.state !== 'valid';
+    if (live.state !== 'valid') return undefined;
+    let effective = changes;
+    if (live.layout === 'shards') {
+      effective = new Map([...changes].filter(([rel]) => partitionOf(rel) !== undefined));
+      unshardable = changes.size - effective.size;
+    }
+    latest = applyChanges(live.index, effective);
+    if (latest.index === live.index) return undefined;
+    planned.push(latest);
+    return latest.index;
+  };
+
+  const outcome = await publishIndex(store, scope, plan, options);
+  // Counts of the write that stands (a re-check round may have re-applied what a push erased), else of the last plan.
+  const counts = planned.find((p) => p.index === outcome.index) ?? latest;
+  return {
+    scope: describeScope(scope),
+    namespace: scope.namespace,
+    status: missingIndex && !outcome.published ? 'no-index' : 'applied',
+    layout: outcome.before.layout,
+    indexState: outcome.before.state,
+    changes: changes.size,
+    added: outcome.published ? (counts?.added ?? 0) : 0,
+    removed: outcome.published ? (counts?.removed ?? 0) : 0,
+    resized: outcome.published ? (counts?.resized ?? 0) : 0,
+    unshardable,
+    entries: outcome.index?.entries.size ?? latest?.index.entries.size ?? 0,
+    published: outcome.published,
+    writes: outcome.writes,
+    conflicts: outcome.conflicts,
+    lockWaits: outcome.lockWaits,
+    conditional: outcome.conditional,
+    publishMs: Date.now() - started,
+  };
+}
+
+/**
+ * What S3 says now about some keys of a scope, as changes: a HeadObject per key, `created` with the
+ * object's size and LastModified, or `removed` when it is gone. Used to re-check a delta that a client's
+ * unconditional push may have erased.
+ */
+export async function observeKeys(store: S3Store, scope: IndexScope, rels: Iterable<string>, concurrency = 16): Promise<Map<string, ObjectChange>> {
+  const base = scopeBase(scope);
+  const observed = new Map<string, ObjectChange>();
+  await mapLimit(new Set(rels), concurrency, async (rel) => {
+    const key = base + rel;
+    const info = await store.head(key);
+    observed.set(
+      rel,
+      info
+        ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
+        : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() },
+    );
+  });
+  return observed;
+}
