@@ -16,3 +16,4 @@ export * from './concurrency';
 export * from './notifications';
 export * from './namespaces';
 export * from './delta';
+export * from './repair';

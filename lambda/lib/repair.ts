@@ -1,0 +1,216 @@
+/**
+ * A full repair that may outlive one invocation: the listing stops when time runs short, what was listed
+ * is saved under `_control/`, and a later run resumes after the last key. Nothing is published until the
+ * listing is complete: a partial listing is never published as a complete index.
+ */
+import { mapLimit } from './concurrency';
+import { type HealOptions, type HealReport, healRoot } from './heal';
+import type { ListedObject } from './index-file';
+import { CONTROL_DIR } from './keys';
+import { type Lister, listScopes } from './list';
+import { readLiveIndex } from './live-index';
+import { type DatastoreRoot, type IndexScope, rootBase } from './root';
+import type { ListPage, S3Store } from './s3';
+
+/** Where a repair's progress lives, relative to the root (or namespace) it lists. */
+export const REPAIR_PROGRESS_KEY = `${CONTROL_DIR}repair-progress.json`;
+/** Where the pages listed so far are kept, one part per invocation. */
+export const REPAIR_PARTS_DIR = `${CONTROL_DIR}repair-listing/`;
+
+/** The saved state of an unfinished listing. */
+export interface RepairProgress {
+  readonly version: 1;
+  /** When the listing began, in its first invocation. */
+  readonly startedAt: string;
+  /** The last key listed (full object key): the listing resumes after it. */
+  readonly lastKey: string;
+  readonly objectsListed: number;
+  readonly invocations: number;
+  /** Full keys of the saved parts, in listing order. */
+  readonly parts: string[];
+  readonly updatedAt: string;
+}
+
+/** How to run a resumable repair; the heal options apply once the listing is complete. */
+export interface ResumableRepairOptions extends Omit<HealOptions, 'listing' | 'lister'> {
+  /** Milliseconds left in this invocation (e.g. `context.getRemainingTimeInMillis`). */
+  readonly remainingMs: () => number;
+  /** Stop listing once fewer milliseconds than this remain; at least one page is listed per run. @default 60000 */
+  readonly reserveMs?: number;
+  /** Saved progress older than this is dropped and the listing starts over. @default 86400000 (a day) */
+  readonly maxProgressAgeMs?: number;
+  /** Keys per ListObjectsV2 page. @default 1000 */
+  readonly pageSize?: number;
+}
+
+/** What one run of a resumable repair did. */
+export type ResumableRepairResult =
+  | {
+      readonly status: 'complete';
+      readonly report: HealReport;
+      /** Runs the listing took, this one included. */
+      readonly invocations: number;
+      /** Objects listed in earlier runs whose drift was confirmed with HeadObject before healing. */
+      readonly confirmed: number;
+    }
+  | {
+      readonly status: 'incomplete';
+      /** Where progress was saved; undefined for `check`, which saves nothing. */
+      readonly progressKey?: string;
+      readonly objectsListed: number;
+      readonly lastKey: string;
+      readonly invocations: number;
+      readonly listingMs: number;
+    };
+
+type Listed = ListPage['objects'][number];
+type PartRow = [key: string, size: number, lastModified: string, etag: string];
+
+function isProgress(value: unknown): value is RepairProgress {
+  const p = value as Partial<RepairProgress>;
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    p.version === 1 &&
+    typeof p.startedAt === 'string' &&
+    typeof p.lastKey === 'string' &&
+    Array.isArray(p.parts) &&
+    p.parts.every((k) => typeof k === 'string')
+  );
+}
+
+/** The saved progress of a repair of `base`, or undefined when there is none (or it is unusable or too old). */
+export async function loadRepairProgress(store: S3Store, base: string, maxAgeMs = 86_400_000): Promise<RepairProgress | undefined> {
+  const object = await store.get(base + REPAIR_PROGRESS_KEY);
+  if (!object) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(object.body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!isProgress(parsed) || !(Date.now() - Date.parse(parsed.startedAt) < maxAgeMs)) return undefined;
+  return parsed;
+}
+
+async function loadParts(store: S3Store, parts: readonly string[]): Promise<Listed[] | undefined> {
+  const objects: Listed[] = [];
+  for (const key of parts) {
+    const part = await store.get(key);
+    if (!part) return undefined;
+    try {
+      const rows = JSON.parse(part.body.toString('utf8')) as PartRow[];
+      for (const [k, size, lastModified, etag] of rows) objects.push({ key: k, size, lastModified: new Date(lastModified), etag });
+    } catch {
+      return undefined;
+    }
+  }
+  return objects;
+}
+
+const memoryLister =
+  (objects: Listed[]): Lister =>
+  () =>
+    (async function* () {
+      yield { objects, prefixes: [] };
+    })();
+
+/**
+ * Lists a root (or one namespace) until done or until time runs short. When short, `repair` saves what it
+ * listed under `<base>_control/` and returns `incomplete`; the next run resumes after the last key. Once the
+ * listing is complete it heals exactly like `healRoot` (stale entries confirmed with HeadObject), after
+ * confirming with HeadObject the drift of objects listed in earlier runs, which may have changed since, and
+ * then removes the saved progress.
+ *
+ * @example
+ * const run = await repairResumable(store, root, { mode: 'repair', remainingMs: () => context.getRemainingTimeInMillis() });
+ * if (run.status === 'incomplete') await enqueueContinuation(root); // or let the next schedule resume it
+ */
+export async function repairResumable(store: S3Store, root: DatastoreRoot, options: ResumableRepairOptions): Promise<ResumableRepairResult> {
+  const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const reserveMs = options.reserveMs ?? 60_000;
+  const saving = options.mode === 'repair';
+  let progress = saving ? await loadRepairProgress(store, base, options.maxProgressAgeMs) : undefined;
+  let earlier: Listed[] = [];
+  if (progress) {
+    const loaded = await loadParts(store, progress.parts);
+    if (loaded) earlier = loaded;
+    else progress = undefined; // a part went missing: start over rather than heal from half a listing
+  }
+  const startedAt = progress ? Date.parse(progress.startedAt) : Date.now();
+  const runStarted = Date.now();
+  const fresh: Listed[] = [];
+  let lastKey = progress?.lastKey;
+  let stopped = false;
+  for await (const page of store.listPages({ prefix: base, startAfter: lastKey, maxKeys: options.pageSize })) {
+    fresh.push(...page.objects);
+    if (page.objects.length) lastKey = page.objects[page.objects.length - 1].key;
+    if (options.remainingMs() < reserveMs) {
+      stopped = true;
+      break;
+    }
+  }
+  const invocations = (progress?.invocations ?? 0) + 1;
+
+  if (stopped) {
+    const objectsListed = earlier.length + fresh.length;
+    if (!saving) return { status: 'incomplete', objectsListed, lastKey: lastKey ?? '', invocations, listingMs: Date.now() - runStarted };
+    const partKey = `${base}${REPAIR_PARTS_DIR}${String(invocations).padStart(5, '0')}-${runStarted}.json`;
+    const rows: PartRow[] = fresh.map((o) => [o.key, o.size, o.lastModified.toISOString(), o.etag]);
+    await store.put(partKey, JSON.stringify(rows));
+    const next: RepairProgress = {
+      version: 1,
+      startedAt: new Date(startedAt).toISOString(),
+      lastKey: lastKey ?? '',
+      objectsListed,
+      invocations,
+      parts: [...(progress?.parts ?? []), partKey],
+      updatedAt: new Date().toISOString(),
+    };
+    await store.put(base + REPAIR_PROGRESS_KEY, JSON.stringify(next));
+    return { status: 'incomplete', progressKey: base + REPAIR_PROGRESS_KEY, objectsListed, lastKey: next.lastKey, invocations, listingMs: Date.now() - runStarted };
+  }
+
+  const all = [...earlier, ...fresh];
+  const listed = await listScopes(store, base, memoryLister(all));
+  const listing = { ...listed, startedAt, listingMs: Date.now() - runStarted };
+  const confirmed = earlier.length ? await confirmEarlier(store, root, options.namespace, listing, new Set(earlier.map((o) => o.key)), base, options.concurrency) : 0;
+  const report = await healRoot(store, root, { ...options, listing });
+  if (saving) {
+    // Progress first: parts without progress are ignored, progress without parts is dropped.
+    if (progress) await store.delete(base + REPAIR_PROGRESS_KEY);
+    const leftovers = all.filter((o) => o.key.startsWith(base + REPAIR_PARTS_DIR)).map((o) => o.key);
+    await mapLimit(new Set([...(progress?.parts ?? []), ...leftovers]), 8, (key) => store.delete(key));
+  }
+  return { status: 'complete', report, invocations, confirmed };
+}
+
+/**
+ * Objects listed in an earlier run may have been deleted or rewritten since. Where such an object disagrees
+ * with the live index (missing from it, or of another size), ask S3 again and list what is there now.
+ */
+async function confirmEarlier(
+  store: S3Store,
+  root: DatastoreRoot,
+  namespace: string | undefined,
+  listing: Awaited<ReturnType<typeof listScopes>>,
+  earlierKeys: ReadonlySet<string>,
+  base: string,
+  concurrency = 16,
+): Promise<number> {
+  let confirmed = 0;
+  for (const [ns, objects] of listing.scopes) {
+    const scope: IndexScope = namespace ? { root, namespace } : ns ? { root, namespace: ns } : { root };
+    const prefix = base + (namespace || !ns ? '' : `${ns}/`);
+    const live = await readLiveIndex(store, scope, listing.shardPartitions.get(ns));
+    const entries = live.state === 'valid' ? live.index.entries : new Map();
+    const doubtful = [...objects.values()].filter((o) => earlierKeys.has(prefix + o.key) && entries.get(o.key)?.size !== o.size);
+    await mapLimit(doubtful, concurrency, async (object: ListedObject) => {
+      confirmed++;
+      const info = await store.head(prefix + object.key);
+      if (!info) objects.delete(object.key);
+      else objects.set(object.key, { key: object.key, size: info.size, lastModified: info.lastModified.toISOString(), etag: info.etag });
+    });
+  }
+  return confirmed;
+}
