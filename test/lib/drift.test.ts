@@ -1,0 +1,82 @@
+import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../lambda/lib';
+import { datastoreIndex, indexEntry, listedObject, listingOf } from '../helpers/factories';
+
+describe('diffIndex', () => {
+  it('finds exactly the missing, stale and resized keys, sorted', () => {
+    const entries = datastoreIndex([
+      indexEntry('same', { size: 3 }),
+      indexEntry('z-stale', { size: 1 }),
+      indexEntry('a-stale', { size: 1 }),
+      indexEntry('grown', { size: 1 }),
+      indexEntry('emptied', { size: 4 }),
+    ]).entries;
+    const listing = listingOf([
+      listedObject('same', { size: 3 }),
+      listedObject('z-missing', { size: 2 }),
+      listedObject('a-missing', { size: 2 }),
+      listedObject('grown', { size: 10 }),
+      listedObject('emptied', { size: 0 }),
+    ]);
+
+    expect(diffIndex(entries, listing)).toEqual({
+      missing: ['a-missing', 'z-missing'],
+      stale: ['a-stale', 'z-stale'],
+      resized: [
+        { key: 'emptied', indexSize: 4, objectSize: 0 },
+        { key: 'grown', indexSize: 1, objectSize: 10 },
+      ],
+    });
+  });
+
+  it('is clean when sizes agree, whatever the times and ETags say', () => {
+    const entries = datastoreIndex([indexEntry('a', { size: 2, lastModified: '2020-01-01T00:00:00.000Z' })]).entries;
+    const drift = diffIndex(entries, listingOf([listedObject('a', { size: 2, lastModified: '2026-01-01T00:00:00.000Z', etag: 'other' })]));
+    expect(isClean(drift)).toBe(true);
+    expect(driftCounts(drift)).toEqual({ missing: 0, stale: 0, resized: 0 });
+  });
+
+  it('counts a drift', () => {
+    const drift = diffIndex(datastoreIndex([indexEntry('gone')]).entries, listingOf([listedObject('new')]));
+    expect(isClean(drift)).toBe(false);
+    expect(driftCounts(drift)).toEqual({ missing: 1, stale: 1, resized: 0 });
+  });
+});
+
+describe('healIndex', () => {
+  const kept = indexEntry('kept', { size: 3, localMtime: '2026-05-04T15:19:58.120Z', sha256: 'aa', clientField: { x: 1 } });
+  const resized = indexEntry('resized', { size: 1, localMtime: '2026-05-04T15:19:58.120Z', sha256: 'bb', clientField: 'stays' });
+  const index = datastoreIndex([kept, resized, indexEntry('stale')], { extra: { clientVersion: '2026.04.28' } });
+  const listing = listingOf([
+    listedObject('kept', { size: 3 }),
+    listedObject('resized', { size: 9, lastModified: '2026-06-01T00:00:00.000Z' }),
+    listedObject('missing', { size: 4, lastModified: '2026-06-02T00:00:00.000Z', etag: 'e' }),
+  ]);
+
+  it('adds missing entries, drops stale ones and fixes sizes, keeping client fields of untouched entries', () => {
+    const healed = healIndex(index, diffIndex(index.entries, listing), listing);
+    expect([...healed.entries.keys()].sort()).toEqual(['kept', 'missing', 'resized']);
+    expect(healed.entries.get('kept')).toBe(kept);
+    expect(healed.entries.get('missing')).toEqual({ key: 'missing', size: 4, lastModified: '2026-06-02T00:00:00.000Z' });
+    // sha256 and localMtime described the old bytes: they go; unknown fields stay.
+    expect(healed.entries.get('resized')).toEqual({ key: 'resized', size: 9, lastModified: '2026-06-01T00:00:00.000Z', clientField: 'stays' });
+    expect(healed.extra).toEqual({ clientVersion: '2026.04.28' });
+    expect(healed.lastPulled).toBe(index.lastPulled);
+    expect(diffIndex(healed.entries, listing)).toEqual({ missing: [], stale: [], resized: [] });
+  });
+
+  it('leaves the index it was given untouched', () => {
+    healIndex(index, diffIndex(index.entries, listing), listing);
+    expect([...index.entries.keys()]).toEqual(['kept', 'resized', 'stale']);
+    expect(index.entries.get('resized')).toEqual(resized);
+  });
+
+  it('builds a fresh index from the listing when there is none', () => {
+    const healed = healIndex(undefined, diffIndex(new Map(), listing), listing);
+    expect(healed.version).toBe(1);
+    expect([...healed.entries.keys()].sort()).toEqual(['kept', 'missing', 'resized']);
+  });
+
+  it('resizedEntry keeps the key and unknown fields only', () => {
+    expect(resizedEntry(resized, { size: 0, lastModified: 'T' })).toEqual({ key: 'resized', size: 0, lastModified: 'T', clientField: 'stays' });
+  });
+});
