@@ -1,0 +1,126 @@
+/** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
+import { DatastoreLock, LockBusyError, type LockBody, healRoot, withLock } from '../../lambda/lib';
+import { lockBody } from '../helpers/factories';
+import { connectStore, listObjects, putObject, readIndex, readJson, readObject, seedDatastore, summarize, testStore } from '../helpers/s3';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('DatastoreLock', () => {
+  it('writes the contract body while held and deletes it on release', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'root/.datastore.lock', { holder: 'indexer-test', ttlMs: 30_000 });
+    try {
+      const body = await readJson<LockBody>(store, 'root/.datastore.lock');
+      expect(body).toEqual({
+        holder: 'indexer-test',
+        hostname: expect.any(String),
+        pid: process.pid,
+        acquiredAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        ttlMs: 30_000,
+        nonce: expect.any(String),
+      });
+      expect(lock.conditional).toBe(true);
+    } finally {
+      await lock.release();
+    }
+    expect(await readObject(store, 'root/.datastore.lock')).toBeUndefined();
+  });
+
+  it('serialises two writers: the second waits until the first releases', async () => {
+    const store = await testStore();
+    const order: string[] = [];
+    const waits: string[] = [];
+    const first = withLock(store, 'L', { holder: 'first' }, async () => {
+      order.push('first in');
+      await sleep(400);
+      order.push('first out');
+    });
+    await sleep(50);
+    const second = withLock(connectStore(store.bucket), 'L', { holder: 'second', onWait: (holder) => waits.push(holder) }, async () => {
+      order.push('second in');
+    });
+    await Promise.all([first, second]);
+    expect(order).toEqual(['first in', 'first out', 'second in']);
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits[0]).toMatch(/^first on .+ pid \d+ since /);
+  });
+
+  it('heartbeats keep a lock alive past its ttl, and a takeover is noticed as lost', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'L', { ttlMs: 3000 });
+    try {
+      await sleep(3300);
+      // without renewals the lock would be stale by now (ttl 3 s); renewed every second, it is live
+      const error = await DatastoreLock.acquire(connectStore(store.bucket), 'L', { waitMs: 0 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LockBusyError);
+      expect(lock.lost).toBe(false);
+      await putObject(store, 'L', JSON.stringify(lockBody({ nonce: 'usurper' })));
+      await sleep(1200);
+      expect(lock.lost).toBe(true);
+    } finally {
+      await lock.release();
+    }
+    expect(JSON.parse((await readObject(store, 'L'))!.toString()).nonce).toBe('usurper');
+  });
+
+  it('does not delete a lock someone else has taken over', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'L');
+    const theirs = JSON.stringify(lockBody({ nonce: 'theirs' }));
+    await putObject(store, 'L', theirs);
+    await lock.release();
+    expect((await readObject(store, 'L'))!.toString()).toBe(theirs);
+  });
+});
+
+describe('publishing against a held lock', () => {
+  it('waits up to lock.waitMs for a live holder, then fails with LockBusyError naming it, writing nothing', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'live', objects: 3 });
+    const held = JSON.stringify(lockBody({ holder: 'swamp-cli', hostname: 'build-host-7', pid: 31337, ttlMs: 30_000 }));
+    const lockEtag = await putObject(store, 'live/.datastore.lock', held);
+
+    const started = Date.now();
+    const error = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 1500 } } }).catch((e: unknown) => e);
+    const elapsed = Date.now() - started;
+
+    expect(error).toBeInstanceOf(LockBusyError);
+    const busy = error as LockBusyError;
+    expect(busy.lockKey).toBe('live/.datastore.lock');
+    expect(busy.holder).toMatch(/swamp-cli on build-host-7 pid 31337 since /);
+    expect(busy.message).toContain('swamp-cli on build-host-7');
+    expect(elapsed).toBeGreaterThanOrEqual(1500);
+    expect(elapsed).toBeLessThan(6000);
+    // the holder's lock is untouched and no index was written
+    expect((await listObjects(store, 'live/.datastore.lock'))[0].etag).toBe(lockEtag);
+    expect(await readObject(store, seeded.indexKey())).toBeUndefined();
+  });
+
+  it('takes over a stale lock (ttl expired) and publishes', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'stale', objects: 3 });
+    await putObject(store, 'stale/.datastore.lock', JSON.stringify(lockBody({ holder: 'crashed-client', ttlMs: 1, acquiredAt: '2026-01-01T00:00:00.000Z' })));
+    await sleep(20);
+
+    const started = Date.now();
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 1500 } } });
+
+    expect(Date.now() - started).toBeLessThan(1500);
+    expect(report.scopes[0]).toMatchObject({ published: true, lockWaits: 0 });
+    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+    expect(await readObject(store, 'stale/.datastore.lock')).toBeUndefined();
+  });
+
+  it('publishes once a live holder releases within waitMs, counting the waits', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'busy', objects: 2 });
+    const holder = await DatastoreLock.acquire(connectStore(store.bucket), 'busy/.datastore.lock', { holder: 'swamp-cli' });
+    setTimeout(() => void holder.release(), 600);
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 10_000 } } });
+
+    expect(report.scopes[0].published).toBe(true);
+    expect(report.scopes[0].lockWaits).toBeGreaterThan(0);
+    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+  });
+});
