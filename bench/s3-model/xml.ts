@@ -1,0 +1,113 @@
+/**
+ * S3's XML: the ListObjectsV2 result and the error document. Element names
+ * and order follow S3's responses; the SDK's parser is what reads them.
+ */
+import type { ListPage } from './store';
+
+const HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n';
+const NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
+
+/**
+ * Escapes text content. Besides the five entities, control characters become
+ * character references, as S3 writes them: a raw CR would be turned into LF
+ * by any XML parser and the key would come back changed.
+ */
+export function escapeXml(text: string): string {
+  return text.replace(/[&<>"'\u0000-\u0008\u000b-\u001f]/g, (c) => {
+    switch (c) {
+      case '&':
+        return '&amp;';
+      case '<':
+        return '&lt;';
+      case '>':
+        return '&gt;';
+      case '"':
+        return '&quot;';
+      case "'":
+        return '&apos;';
+      default:
+        return `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`;
+    }
+  });
+}
+
+/**
+ * `encoding-type=url` as S3 does it: UTF-8 percent-encoding that keeps
+ * unreserved characters and `/`, and writes a space as `+` (so a literal `+`
+ * is `%2B`). Clients must form-decode; a plain percent-decode turns S3's `+`
+ * back into a plus and loses the space.
+ */
+export function urlEncodeKey(text: string): string {
+  return encodeURIComponent(text)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%2F/g, '/')
+    .replace(/%20/g, '+');
+}
+
+/** S3's timestamp form in XML: ISO 8601 with milliseconds. */
+function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export interface ListResultInput {
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly delimiter: string;
+  readonly maxKeys: number;
+  readonly startAfter: string | null;
+  readonly continuationToken: string | null;
+  readonly nextContinuationToken: string | null;
+  readonly encodingType: 'url' | null;
+  /** Set when the request said `fetch-owner=true`. */
+  readonly owner: { readonly id: string; readonly name: string } | null;
+  readonly page: ListPage;
+}
+
+export function listBucketResultXml(input: ListResultInput): string {
+  const { page, owner } = input;
+  const enc = (s: string): string => escapeXml(input.encodingType === 'url' ? urlEncodeKey(s) : s);
+  const parts: string[] = [HEADER, `<ListBucketResult xmlns="${NS}">`];
+  parts.push(`<Name>${escapeXml(input.bucket)}</Name>`);
+  parts.push(`<Prefix>${enc(input.prefix)}</Prefix>`);
+  if (input.continuationToken !== null) {
+    parts.push(`<ContinuationToken>${escapeXml(input.continuationToken)}</ContinuationToken>`);
+  }
+  if (input.nextContinuationToken !== null) {
+    parts.push(`<NextContinuationToken>${escapeXml(input.nextContinuationToken)}</NextContinuationToken>`);
+  }
+  parts.push(`<KeyCount>${page.contents.length + page.commonPrefixes.length}</KeyCount>`);
+  parts.push(`<MaxKeys>${input.maxKeys}</MaxKeys>`);
+  if (input.delimiter) parts.push(`<Delimiter>${enc(input.delimiter)}</Delimiter>`);
+  if (input.encodingType) parts.push(`<EncodingType>${input.encodingType}</EncodingType>`);
+  parts.push(`<IsTruncated>${page.isTruncated}</IsTruncated>`);
+  if (input.startAfter !== null) parts.push(`<StartAfter>${enc(input.startAfter)}</StartAfter>`);
+  for (const { key, object } of page.contents) {
+    parts.push(
+      `<Contents><Key>${enc(key)}</Key><LastModified>${isoTime(object.lastModifiedMs)}</LastModified>` +
+        `<ETag>${escapeXml(object.etag)}</ETag>` +
+        (object.checksum ? `<ChecksumAlgorithm>${object.checksum.algorithm}</ChecksumAlgorithm>` : '') +
+        `<Size>${object.size}</Size>` +
+        (owner ? `<Owner><ID>${owner.id}</ID><DisplayName>${escapeXml(owner.name)}</DisplayName></Owner>` : '') +
+        '<StorageClass>STANDARD</StorageClass></Contents>',
+    );
+  }
+  for (const prefix of page.commonPrefixes) {
+    parts.push(`<CommonPrefixes><Prefix>${enc(prefix)}</Prefix></CommonPrefixes>`);
+  }
+  parts.push('</ListBucketResult>');
+  return parts.join('');
+}
+
+export function errorXml(
+  code: string,
+  message: string,
+  fields: ReadonlyArray<readonly [string, string]>,
+  requestId: string,
+  hostId: string,
+): string {
+  const extra = fields.map(([name, value]) => `<${name}>${escapeXml(value)}</${name}>`).join('');
+  return (
+    `${HEADER}<Error><Code>${code}</Code><Message>${escapeXml(message)}</Message>${extra}` +
+    `<RequestId>${requestId}</RequestId><HostId>${escapeXml(hostId)}</HostId></Error>`
+  );
+}
