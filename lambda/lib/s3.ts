@@ -16,6 +16,7 @@ import {
   IndexerError,
   S3UnavailableError,
 } from './errors';
+import { parseListObjectsV2, type ListObjectsPage } from './list-xml';
 import type { S3Settings } from './root';
 
 /** An object's metadata; `etag` without quotes. */
@@ -129,6 +130,19 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }
 
+/** What the SDK reads when the fast reader already parsed a listing. */
+const EMPTY_LIST_RESULT = new TextEncoder().encode('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult></ListBucketResult>');
+
+/** Reads a response body (a Node stream, or bytes already) whole. */
+async function collectBody(body: unknown): Promise<Buffer> {
+  if (body === undefined || body === null) return Buffer.alloc(0);
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  const chunks: Buffer[] = [];
+  for await (const chunk of body as AsyncIterable<Uint8Array | string>) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
 /** Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts. */
 export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}): S3Client {
   return new S3Client({
@@ -174,24 +188,53 @@ export class S3Store {
     return Object.values(this.requests).reduce((a, b) => a + b, 0);
   }
 
+  /**
+   * How ListObjectsV2 answers are read: `fast` reads them with `parseListObjectsV2` (falling back to the
+   * SDK for anything it does not recognise), `sdk` always uses the SDK's deserialiser. @default 'fast'
+   */
+  listParser: 'fast' | 'sdk' = 'fast';
+
   /** Streams ListObjectsV2 pages, one request at a time, until the listing ends. */
   async *listPages(options: ListOptions): AsyncGenerator<ListPage> {
     let token: string | undefined;
     do {
+      const command = new ListObjectsV2Command({
+        Bucket: this.bucket,
+        Prefix: options.prefix || undefined,
+        Delimiter: options.delimiter,
+        StartAfter: token ? undefined : options.startAfter,
+        ContinuationToken: token,
+        MaxKeys: options.maxKeys,
+      });
+      let fast: ListObjectsPage | undefined;
+      if (this.listParser === 'fast') {
+        command.middlewareStack.add(
+          (next) => async (args) => {
+            fast = undefined;
+            const result = await next(args);
+            const response = result.response as { statusCode?: number; body?: unknown };
+            if (response.statusCode !== undefined && response.statusCode >= 200 && response.statusCode < 300) {
+              const bytes = await collectBody(response.body);
+              fast = parseListObjectsV2(bytes.toString('utf8'));
+              // Parsed: the SDK gets an empty result to read. Not recognised: it gets the bytes back.
+              response.body = fast ? EMPTY_LIST_RESULT : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+            }
+            return result;
+          },
+          // Below the SDK's deserialiser: this sees the raw answer of each attempt (retries included).
+          { step: 'deserialize', priority: 'low', name: 'datastoreIndexerFastListParse', override: true },
+        );
+      }
       let out;
       try {
-        out = await this.client.send(
-          new ListObjectsV2Command({
-            Bucket: this.bucket,
-            Prefix: options.prefix || undefined,
-            Delimiter: options.delimiter,
-            StartAfter: token ? undefined : options.startAfter,
-            ContinuationToken: token,
-            MaxKeys: options.maxKeys,
-          }),
-        );
+        out = await this.client.send(command);
       } catch (err) {
         throw translateError(err, 'ListBucket', this.bucket, options.prefix);
+      }
+      if (fast) {
+        yield { objects: fast.objects, prefixes: fast.prefixes };
+        token = fast.isTruncated ? fast.nextContinuationToken : undefined;
+        continue;
       }
       yield {
         objects: (out.Contents ?? []).map((o) => ({
@@ -259,6 +302,8 @@ export class S3Store {
       return { status: 'written', etag: unquoteEtag(out.ETag) };
     } catch (err) {
       if (condition && isConflict(err)) return { status: 'conflict' };
+      // If-Match on a key deleted since it was read answers 404 (S3, moto): that version is gone, a lost race too.
+      if (condition && 'ifMatch' in condition && isNotFound(err)) return { status: 'conflict' };
       if (condition && isUnsupported(err)) {
         throw new ConditionalWritesUnsupportedError(`The store does not implement conditional writes (PutObject ${key})`, undefined, {
           cause: err,
