@@ -80,11 +80,12 @@ async function readShards(store: S3Store, base: string, meta: ShardMeta, metaEta
   const byPartition = new Map<string, Map<string, IndexEntry>>();
   const objects = await Promise.all(meta.partitions.map(async (p) => [p, await store.get(`${base}${SHARD_DIR}${p}.json`)] as const));
   const shards: ShardState = { meta, metaEtag, shardEtags, byPartition };
+  // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
+  for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
   for (const [partition, object] of objects) {
     const entries = new Map<string, IndexEntry>();
     byPartition.set(partition, entries);
     if (!object) continue;
-    shardEtags.set(partition, object.etag);
     const parsed = parseIndex(object.body);
     if (!parsed.ok) {
       const key = `${base}${SHARD_DIR}${partition}.json`;
