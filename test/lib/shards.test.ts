@@ -1,0 +1,166 @@
+/** Shard-first roots (`_index/_meta.json` version 2 + shards), against moto: the heal keeps that layout true. */
+import { type IndexEntry, type ShardMeta, healRoot, partitionOf } from '../../lambda/lib';
+import { indexEntry, shardJson, shardMeta } from '../helpers/factories';
+import {
+  connectStore,
+  listKeys,
+  listObjects,
+  putObject,
+  putObjects,
+  readIndex,
+  readJson,
+  readObject,
+  seedDatastore,
+  snapshotBucket,
+  summarize,
+  swampKeys,
+  testStore,
+  type KeySize,
+  type SeededDatastore,
+} from '../helpers/s3';
+import type { S3Store } from '../../lambda/lib';
+
+const OLD = '2020-01-01T00:00:00.000Z';
+const PARTITIONS = [
+  '_root',
+  'audit',
+  'data--aws--ec2',
+  'definitions-evaluated--defs--d4',
+  'files',
+  'logs',
+  'outputs--model-1--run',
+  'workflow-runs--wf-2',
+];
+
+/** What each shard should hold: the seeded objects grouped by partition, unshardable keys left out. */
+function expectedShards(expected: KeySize[]): Map<string, KeySize[]> {
+  const shards = new Map<string, KeySize[]>();
+  for (const entry of expected) {
+    const partition = partitionOf(entry.key);
+    if (partition === undefined) continue;
+    shards.set(partition, [...(shards.get(partition) ?? []), entry]);
+  }
+  return shards;
+}
+
+async function readShards(store: S3Store, base: string, partitions: readonly string[]): Promise<Map<string, KeySize[]>> {
+  const shards = new Map<string, KeySize[]>();
+  for (const p of partitions) shards.set(p, summarize(await readIndex(store, `${base}_index/${p}.json`)));
+  return shards;
+}
+
+/** A root of swamp-like data plus one unshardable key, written by a shard-first client. */
+async function shardRoot(prefix: string): Promise<{ store: S3Store; seeded: SeededDatastore; base: string; expected: KeySize[] }> {
+  const store = await testStore();
+  const objects = Object.fromEntries(swampKeys(8).map((k, i) => [k, `${k} ${'z'.repeat(i)}`]));
+  objects['misc/x/y'] = 'no partition for me';
+  const seeded = await seedDatastore(store, { prefix, objects });
+  return { store, seeded, base: `${prefix}/`, expected: seeded.expectedEntries() };
+}
+
+/** Writes shards from `entries` grouped by partition, and a manifest listing `partitions`. */
+async function writeShardLayout(store: S3Store, base: string, entries: IndexEntry[], meta: ShardMeta | undefined): Promise<void> {
+  const grouped = new Map<string, IndexEntry[]>();
+  for (const e of entries) grouped.set(partitionOf(e.key)!, [...(grouped.get(partitionOf(e.key)!) ?? []), e]);
+  const writes: Record<string, string> = {};
+  for (const [p, list] of grouped) writes[`${base}_index/${p}.json`] = shardJson(list);
+  if (meta) writes[`${base}_index/_meta.json`] = JSON.stringify(meta);
+  await putObjects(store, writes);
+}
+
+describe('healRoot on a shard-first root', () => {
+  async function driftedShardRoot() {
+    const { store, seeded, base, expected } = await shardRoot('sh');
+    const sizeOf = (key: string) => expected.find((e) => e.key === key)!.size;
+    const entries = expected
+      .filter((e) => e.key !== 'logs/run-3.log' && e.key !== 'misc/x/y')
+      .map((e) =>
+        e.key === 'audit/6.json'
+          ? indexEntry(e.key, { size: e.size + 50, sha256: 'old', note: 'kept' })
+          : indexEntry(e.key, { size: e.size, sha256: `sha-${e.key}`, localMtime: '2026-05-04T15:19:58.120Z' }),
+      );
+    entries.push(indexEntry('files/gone.txt', { size: 3, lastModified: OLD }));
+    const partitions = PARTITIONS.filter((p) => p !== 'logs');
+    await writeShardLayout(store, base, entries, shardMeta(partitions, 7, { writer: 'swamp 2026.06' }));
+    // the monolith a shard-first client no longer maintains: stale, and not ours to touch
+    const monolithEtag = await putObject(store, `${base}.datastore-index.json`, JSON.stringify({ version: 1, entries: {} }));
+    return { store, seeded, base, expected, entries, sizeOf, monolithEtag };
+  }
+
+  it('check reports the drift of the shards, the unshardable key apart, and writes nothing', async () => {
+    const { store, seeded, sizeOf } = await driftedShardRoot();
+    const before = await snapshotBucket(store);
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'check' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'shards', indexState: 'valid', unshardable: 1, published: false });
+    expect(report.scopes[0].driftKeys).toEqual({
+      missing: ['logs/run-3.log'],
+      stale: ['files/gone.txt'],
+      resized: [{ key: 'audit/6.json', indexSize: sizeOf('audit/6.json') + 50, objectSize: sizeOf('audit/6.json') }],
+    });
+    expect(await snapshotBucket(store)).toEqual(before);
+  });
+
+  it('repair rewrites only the drifted shards, bumps commitSeq, lists every partition and leaves the monolith alone', async () => {
+    const { store, seeded, base, expected, entries, monolithEtag } = await driftedShardRoot();
+    const before = new Map((await listObjects(store, `${base}_index/`)).map((o) => [o.key, o.etag]));
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'shards', published: true, unshardable: 1 });
+    const meta = await readJson<ShardMeta>(store, `${base}_index/_meta.json`);
+    expect(meta).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 8, writer: 'swamp 2026.06' });
+    expect(await readShards(store, base, PARTITIONS)).toEqual(expectedShards(expected));
+    // client fields of untouched entries survive in their shards
+    const data = await readIndex(store, `${base}_index/data--aws--ec2.json`);
+    expect([...data!.entries.values()]).toEqual(entries.filter((e) => partitionOf(e.key) === 'data--aws--ec2'));
+    expect((await readIndex(store, `${base}_index/audit.json`))!.entries.get('audit/6.json')).toMatchObject({ note: 'kept' });
+    // only the shards that drifted (and the manifest) were written
+    const after = new Map((await listObjects(store, `${base}_index/`)).map((o) => [o.key, o.etag]));
+    const changed = [...after].filter(([k, etag]) => before.get(k) !== etag).map(([k]) => k).sort();
+    expect(changed).toEqual([`${base}_index/_meta.json`, `${base}_index/audit.json`, `${base}_index/files.json`, `${base}_index/logs.json`]);
+    // the monolith is untouched and the unshardable key is in no shard
+    expect((await listObjects(store, `${base}.datastore-index.json`))[0].etag).toBe(monolithEtag);
+    expect(JSON.stringify([...after.keys()])).not.toContain('misc');
+
+    // a second repair publishes nothing
+    const again = connectStore(store.bucket);
+    const second = await healRoot(again, seeded.root, { mode: 'repair' });
+    expect(second.scopes[0]).toMatchObject({ published: false, drift: { missing: 0, stale: 0, resized: 0 } });
+    expect(again.requests.PutObject ?? 0).toBe(0);
+  });
+
+  it('reads shards without a manifest as clients do (from the _index/ listing) and writes the manifest', async () => {
+    const { store, seeded, base, expected } = await shardRoot('nometa');
+    await writeShardLayout(store, base, [indexEntry('logs/run-3.log', { size: expected.find((e) => e.key === 'logs/run-3.log')!.size })], undefined);
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'shards', published: true });
+    expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 1 });
+    expect(await readShards(store, base, PARTITIONS)).toEqual(expectedShards(expected));
+    expect(await readObject(store, `${base}.datastore-index.json`)).toBeUndefined();
+  });
+
+  it.each([
+    ['listed first', ['logs', '_root', 'audit', 'files']],
+    ['listed last', ['_root', 'audit', 'files', 'logs']],
+  ])('replaces an unreadable shard %s in the manifest, keeping a copy, without losing races to itself', async (_where, partitions) => {
+    const { store, seeded, base, expected } = await shardRoot(`bad${partitions[0].replace('_', '')}`);
+    const good = expected.filter((e) => ['_root', 'audit', 'files'].includes(partitionOf(e.key) ?? '')).map((e) => indexEntry(e.key, { size: e.size }));
+    await writeShardLayout(store, base, good, shardMeta(partitions, 3));
+    await putObject(store, `${base}_index/logs.json`, '{"version":1,"entries":');
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'shards', indexState: 'unreadable', published: true, conflicts: 0 });
+    expect(report.scopes[0].unreadableReason).toMatch(/shard logs/);
+    const copies = await listKeys(store, `${base}_control/unreadable/`);
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatch(/-_index~logs\.json$/);
+    expect((await readObject(store, copies[0]))!.toString()).toBe('{"version":1,"entries":');
+    expect(await readShards(store, base, PARTITIONS)).toEqual(expectedShards(expected));
+    expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 4 });
+  });
+});
