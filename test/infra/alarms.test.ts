@@ -1,0 +1,72 @@
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { indexerStack, logicalIdOf } from './helpers';
+
+const TOPIC_ARN = 'arn:aws:sns:eu-west-1:123456789012:ops';
+
+describe('DatastoreIndexer alarms', () => {
+  test('alarms on any message in the dead-letter queue', () => {
+    // GIVEN / WHEN
+    const { template } = indexerStack();
+    const dlq = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerDeadLetterQueue');
+    // THEN
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dlq, 'QueueName'] } }],
+      Statistic: 'Maximum',
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  test('alarms on any function error', () => {
+    const { template } = indexerStack();
+    const fn = logicalIdOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: fn } }],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+    });
+  });
+
+  test('alarms when the oldest queued event outlived a delayed re-check plus one retry', () => {
+    const { template } = indexerStack();
+    const queue = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
+    // visibility timeout (6 x 300 s + 30 s) + the longest SQS delay (900 s)
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateAgeOfOldestMessage',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queue, 'QueueName'] } }],
+      Statistic: 'Maximum',
+      Threshold: 1830 + 900,
+    });
+  });
+
+  test('has no actions without a topic', () => {
+    const { template } = indexerStack();
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect(alarm.Properties.AlarmActions).toBeUndefined();
+      expect(alarm.Properties.OKActions).toBeUndefined();
+    }
+  });
+
+  test('each alarm notifies the topic on alarm and on recovery', () => {
+    // GIVEN
+    const { template } = indexerStack((stack) => ({ alarmTopic: Topic.fromTopicArn(stack, 'Ops', TOPIC_ARN) }));
+    // THEN
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    for (const metric of ['ApproximateNumberOfMessagesVisible', 'Errors', 'ApproximateAgeOfOldestMessage']) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        MetricName: metric,
+        AlarmActions: [TOPIC_ARN],
+        OKActions: [TOPIC_ARN],
+      });
+    }
+  });
+});

@@ -1,0 +1,76 @@
+import { DatastoreIndexerPropError } from '../../infra/errors';
+import { readStackConfigs, stackNameFor } from '../../infra/private/app-context';
+import { EventDelivery } from '../../infra/props';
+
+/** A context lookup over a plain object, as `app.node.tryGetContext` would answer. */
+const ctx =
+  (values: Record<string, unknown>) =>
+  (key: string): unknown =>
+    values[key];
+
+function errorFrom(values: Record<string, unknown>): DatastoreIndexerPropError {
+  try {
+    readStackConfigs(ctx(values));
+  } catch (e) {
+    if (e instanceof DatastoreIndexerPropError) return e;
+    throw e;
+  }
+  throw new Error('expected the context to be refused');
+}
+
+describe('app context', () => {
+  test('one bucket from -c flags: comma-separated prefixes and a schedule', () => {
+    // GIVEN / WHEN
+    const [config, ...rest] = readStackConfigs(ctx({ bucketName: 'my-shared-bucket', prefixes: 'swamp,infra', schedule: 'rate(30 minutes)' }));
+    // THEN
+    expect(rest).toEqual([]);
+    expect(config).toMatchObject({ stackName: 'DatastoreIndexer-my-shared-bucket', bucketName: 'my-shared-bucket', prefixes: ['swamp', 'infra'] });
+    expect(config.schedule?.expressionString).toBe('rate(30 minutes)');
+    expect(config.eventDelivery).toBeUndefined();
+  });
+
+  test('no prefixes means the bucket root', () => {
+    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket' }))[0].prefixes).toEqual([]);
+  });
+
+  test('several buckets from a JSON list given with -c', () => {
+    const configs = readStackConfigs(
+      ctx({ buckets: '[{"bucketName":"a-bucket","prefixes":["x"]},{"bucketName":"b.bucket","eventDelivery":"eventbridge"}]' }),
+    );
+    expect(configs.map((c) => [c.stackName, c.bucketName, c.prefixes, c.eventDelivery])).toEqual([
+      ['DatastoreIndexer-a-bucket', 'a-bucket', ['x'], undefined],
+      ['DatastoreIndexer-b-bucket', 'b.bucket', [], EventDelivery.EVENTBRIDGE],
+    ]);
+  });
+
+  test('several buckets from a cdk.json array', () => {
+    const configs = readStackConfigs(ctx({ buckets: [{ bucketName: 'a-bucket', prefixes: 'x,y', alarmTopicArn: 'arn:aws:sns:eu-west-1:1:t' }] }));
+    expect(configs[0]).toMatchObject({ bucketName: 'a-bucket', prefixes: ['x', 'y'], alarmTopicArn: 'arn:aws:sns:eu-west-1:1:t' });
+  });
+
+  test('a missing bucketName fails with the command to run', () => {
+    const error = errorFrom({ prefixes: 'swamp' });
+    expect(error.prop).toBe('bucketName');
+    expect(error.message).toMatch(/^Invalid bucketName: is missing\. Deploy with: npx cdk deploy -c bucketName=/);
+  });
+
+  test.each([
+    [{ bucketName: 'Not_A_Bucket' }, 'bucketName', /"Not_A_Bucket" is not an S3 bucket name/],
+    [{ bucketName: 'my-bucket', prefixes: '/swamp' }, 'prefixes', /must not start with '\/'/],
+    [{ bucketName: 'my-bucket', schedule: 'hourly' }, 'schedule', /EventBridge expression/],
+    [{ bucketName: 'my-bucket', eventDelivery: 'sns' }, 'eventDelivery', /one of s3, eventbridge/],
+    [{ buckets: '[{"bucketName":"a-bucket","prefix":"x"}]' }, 'buckets[0].prefix', /not a known setting/],
+    [{ buckets: '[{"bucketName":"a.b"},{"bucketName":"a-b"}]' }, 'buckets[1].bucketName', /same stack name as buckets\[0\]/],
+    [{ buckets: 'not json' }, 'buckets', /not valid JSON/],
+    [{ buckets: '[]' }, 'buckets', /non-empty array/],
+    [{ buckets: '[{"bucketName":"a-bucket"}]', bucketName: 'b-bucket' }, 'buckets', /cannot be combined with bucketName/],
+  ])('refuses %j, naming %s', (values, prop, message) => {
+    const error = errorFrom(values);
+    expect(error.prop).toBe(prop);
+    expect(error.message).toMatch(message);
+  });
+
+  test('stack names keep only letters, digits and hyphens', () => {
+    expect(stackNameFor('logs.example.com')).toBe('DatastoreIndexer-logs-example-com');
+  });
+});

@@ -1,0 +1,91 @@
+import { Duration } from 'aws-cdk-lib';
+import { Match } from 'aws-cdk-lib/assertions';
+import { OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import shared from '../../infra/bundling.json';
+import { LAMBDA_BUNDLE, LAMBDA_RUNTIME, nodejsBundling } from '../../infra/private/bundling';
+import { indexerStack, logicalIdOf, propsOf } from './helpers';
+
+describe('DatastoreIndexer function', () => {
+  test('runs Node.js 22 or newer on ARM64 with the bundle handler', () => {
+    // GIVEN / WHEN
+    const { template } = indexerStack();
+    // THEN
+    const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    expect(fn.Runtime).toBe('nodejs24.x');
+    expect(Number(/^nodejs(\d+)\.x$/.exec(String(fn.Runtime))?.[1])).toBeGreaterThanOrEqual(22);
+    expect(fn.Architectures).toEqual(['arm64']);
+    expect(fn.Handler).toBe('index.handler');
+  });
+
+  test('holds exactly one reserved slot so two runs never race on an index', () => {
+    const { template } = indexerStack();
+    template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 1 });
+  });
+
+  test('passes the bucket, prefixes, queue URL and Powertools names to the Lambda', () => {
+    // GIVEN
+    const { template } = indexerStack({ prefixes: ['swamp', 'infra'] });
+    const queue = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
+    // THEN: exactly these variables, nothing else
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.exact({
+          DATASTORE_BUCKET: 'shared-bucket',
+          DATASTORE_PREFIXES: 'swamp,infra',
+          DATASTORE_QUEUE_URL: { Ref: queue },
+          POWERTOOLS_SERVICE_NAME: 'datastore-indexer',
+          POWERTOOLS_METRICS_NAMESPACE: 'DatastoreIndexer',
+          NODE_OPTIONS: '--enable-source-maps',
+        }),
+      },
+    });
+  });
+
+  test('an empty DATASTORE_PREFIXES means the bucket root', () => {
+    const { template } = indexerStack();
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ DATASTORE_PREFIXES: '' }) },
+    });
+  });
+
+  test('memory and timeout default to 1024 MiB and 5 min, and follow the props', () => {
+    expect(propsOf(indexerStack().template, 'AWS::Lambda::Function', 'IndexerFunction')).toMatchObject({ MemorySize: 1024, Timeout: 300 });
+    const custom = indexerStack({ memorySize: 2048, timeout: Duration.minutes(10) }).template;
+    expect(propsOf(custom, 'AWS::Lambda::Function', 'IndexerFunction')).toMatchObject({ MemorySize: 2048, Timeout: 600 });
+  });
+
+  test('writes to its own log group with the given retention, not through a managed policy', () => {
+    // GIVEN
+    const { template } = indexerStack();
+    const logGroup = logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup');
+    // THEN
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+    template.hasResourceProperties('AWS::Lambda::Function', { LoggingConfig: { LogGroup: { Ref: logGroup } } });
+    const role = logicalIdOf(template, 'AWS::IAM::Role', 'IndexerServiceRole');
+    expect(template.findResources('AWS::IAM::Role')[role].Properties.ManagedPolicyArns).toBeUndefined();
+  });
+});
+
+describe('Lambda bundle options', () => {
+  test('come from infra/bundling.json, the file bin/bundle.mjs reads', () => {
+    expect(LAMBDA_BUNDLE).toEqual(shared);
+  });
+
+  test('bundle the AWS SDK, minify, emit source maps and never use Docker', () => {
+    // GIVEN / WHEN
+    const bundling = nodejsBundling();
+    // THEN
+    expect(bundling).toEqual({
+      forceDockerBundling: false,
+      format: OutputFormat.CJS,
+      target: LAMBDA_BUNDLE.target,
+      minify: true,
+      sourceMap: true,
+      externalModules: [],
+    });
+  });
+
+  test('the runtime matches the esbuild target', () => {
+    expect(`node${/^nodejs(\d+)\.x$/.exec(LAMBDA_RUNTIME.name)?.[1]}`).toBe(LAMBDA_BUNDLE.target);
+  });
+});

@@ -1,0 +1,168 @@
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { Key } from 'aws-cdk-lib/aws-kms';
+import { Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
+import { EventDelivery } from '../../infra/props';
+import { appStack, importedArn, indexerStack, logicalIdOf, propsOf } from './helpers';
+
+const KEY_ARN = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+
+interface Statement {
+  Sid?: string;
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Condition?: unknown;
+}
+
+/** Every statement of every identity policy in the template, with the policy's logical id. */
+function allStatements(template: Template): { policy: string; statement: Statement }[] {
+  return Object.entries(template.findResources('AWS::IAM::Policy')).flatMap(([policy, r]) =>
+    (r.Properties.PolicyDocument.Statement as Statement[]).map((statement) => ({ policy, statement })),
+  );
+}
+
+const asList = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
+
+describe('DatastoreIndexer IAM', () => {
+  test('grants exactly List/Get/Put and lock/control deletes under each prefix', () => {
+    // GIVEN / WHEN
+    const { template } = indexerStack({ prefixes: ['swamp', 'infra'] });
+    // THEN
+    expect(propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument).toEqual({
+      Version: '2012-10-17',
+      Statement: [
+        {
+          Sid: 'ListDatastoreRoots',
+          Effect: 'Allow',
+          Action: 's3:ListBucket',
+          Resource: importedArn(),
+          Condition: { StringLike: { 's3:prefix': ['swamp', 'swamp/', 'swamp/*', 'infra', 'infra/', 'infra/*'] } },
+        },
+        {
+          Sid: 'ReadWriteDatastoreObjects',
+          Effect: 'Allow',
+          Action: ['s3:GetObject', 's3:PutObject'],
+          Resource: [importedArn('/swamp/*'), importedArn('/infra/*')],
+        },
+        {
+          Sid: 'DeleteLocksAndControlKeys',
+          Effect: 'Allow',
+          Action: 's3:DeleteObject',
+          Resource: [
+            importedArn('/swamp/.datastore.lock'),
+            importedArn('/swamp/*/.datastore.lock'),
+            importedArn('/swamp/_control/*'),
+            importedArn('/swamp/*/_control/*'),
+            importedArn('/infra/.datastore.lock'),
+            importedArn('/infra/*/.datastore.lock'),
+            importedArn('/infra/_control/*'),
+            importedArn('/infra/*/_control/*'),
+          ],
+        },
+      ],
+    });
+  });
+
+  test('at the bucket root, lists without a prefix condition and reaches every key', () => {
+    const { template } = indexerStack();
+    expect(propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument).toEqual({
+      Version: '2012-10-17',
+      Statement: [
+        { Sid: 'ListDatastoreRoots', Effect: 'Allow', Action: 's3:ListBucket', Resource: importedArn() },
+        { Sid: 'ReadWriteDatastoreObjects', Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject'], Resource: importedArn('/*') },
+        {
+          Sid: 'DeleteLocksAndControlKeys',
+          Effect: 'Allow',
+          Action: 's3:DeleteObject',
+          Resource: [
+            importedArn('/.datastore.lock'),
+            importedArn('/*/.datastore.lock'),
+            importedArn('/_control/*'),
+            importedArn('/*/_control/*'),
+          ],
+        },
+      ],
+    });
+  });
+
+  test('the function role itself holds only its log group and its queue', () => {
+    const { template } = indexerStack({ prefixes: ['swamp'] });
+    const logGroup = logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup');
+    const queueArn = { 'Fn::GetAtt': [logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue'), 'Arn'] };
+    expect(propsOf(template, 'AWS::IAM::Policy', 'IndexerServiceRoleDefaultPolicy').PolicyDocument).toEqual({
+      Version: '2012-10-17',
+      Statement: [
+        { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [logGroup, 'Arn'] } },
+        {
+          Effect: 'Allow',
+          Action: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
+          Resource: queueArn,
+        },
+        // The Lambda re-queues delayed re-checks (DATASTORE_QUEUE_URL).
+        { Effect: 'Allow', Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'], Resource: queueArn },
+      ],
+    });
+  });
+
+  test('the function waits for its S3 policy before it can be invoked', () => {
+    const { template } = indexerStack({ prefixes: ['swamp'] });
+    const policy = logicalIdOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess');
+    template.hasResource('AWS::Lambda::Function', { Properties: Match.objectLike({ ReservedConcurrentExecutions: 1 }), DependsOn: Match.arrayWith([policy]) });
+  });
+
+  test('grants Decrypt and GenerateDataKey through S3 only when the bucket key is given', () => {
+    // GIVEN
+    const withKey = indexerStack((stack) => ({ prefixes: ['swamp'], encryptionKey: Key.fromKeyArn(stack, 'K', KEY_ARN) })).template;
+    const withoutKey = indexerStack({ prefixes: ['swamp'] }).template;
+    // THEN
+    const kms = allStatements(withKey).filter(({ statement }) => asList(statement.Action).some((a) => a.startsWith('kms:')));
+    expect(kms.map((k) => k.statement)).toEqual([
+      {
+        Sid: 'UseBucketKeyThroughS3',
+        Effect: 'Allow',
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        Resource: KEY_ARN,
+        Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['s3.', { Ref: 'AWS::Region' }, '.amazonaws.com']] } } },
+      },
+    ]);
+    expect(JSON.stringify(withoutKey.toJSON())).not.toContain('kms:');
+  });
+
+  test("a bucket created with a KMS key uses that key's ARN", () => {
+    const { template } = indexerStack({ prefixes: ['swamp'] }, (stack) => new Bucket(stack, 'Shared', { encryption: BucketEncryption.KMS }));
+    const key = logicalIdOf(template, 'AWS::KMS::Key', 'SharedKey');
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Sid: 'UseBucketKeyThroughS3', Resource: { 'Fn::GetAtt': [key, 'Arn'] } })]) },
+    });
+  });
+
+  test.each([
+    ['S3 notifications', EventDelivery.S3_NOTIFICATIONS],
+    ['EventBridge', EventDelivery.EVENTBRIDGE],
+  ])('with %s, no statement in the stack grants an S3 action on * or outside the prefixes', (_name, eventDelivery) => {
+    // GIVEN: the app's stack, which also holds CDK's notifications handler
+    const { template } = appStack({ prefixes: ['swamp', 'infra'], eventDelivery, kmsKeyArn: KEY_ARN });
+    const bucket = 'arn:<AWS::Partition>:s3:::shared-bucket';
+    // WHEN
+    const s3 = allStatements(template).filter(({ statement }) => asList(statement.Action).some((a) => a.startsWith('s3:')));
+    const outside = s3.flatMap(({ policy, statement }) =>
+      asList(statement.Resource)
+        .map(flat)
+        .filter((r) => r !== bucket && !r.startsWith(`${bucket}/swamp/`) && !r.startsWith(`${bucket}/infra/`))
+        .map((r) => `${policy}: ${asList(statement.Action).join(',')} on ${r}`),
+    );
+    // THEN
+    expect(s3.length).toBeGreaterThanOrEqual(3);
+    expect(s3.flatMap(({ statement }) => asList(statement.Action))).not.toContain('s3:*');
+    expect(outside).toEqual([]);
+  });
+});
+
+/** An ARN as text: `Fn::Join` joined, `Ref` as `<Name>`; `*` stays `*`. */
+function flat(resource: unknown): string {
+  if (typeof resource === 'string') return resource;
+  const o = resource as { 'Fn::Join'?: [string, unknown[]]; Ref?: string };
+  if (o['Fn::Join']) return o['Fn::Join'][1].map(flat).join(o['Fn::Join'][0]);
+  if (o.Ref) return `<${o.Ref}>`;
+  return JSON.stringify(resource);
+}
