@@ -1,6 +1,7 @@
-/** Which top-level folders of a root are namespaces, asked of S3 once per folder and remembered. */
-import { NAMESPACE_MARKER, topFolder } from './keys';
-import { type DatastoreRoot, rootBase } from './root';
+/** Which top-level folders of a root are namespaces, asked of S3 once per folder (`namespaceExists`) and remembered. */
+import { topFolder } from './keys';
+import { namespaceExists } from './list';
+import type { DatastoreRoot } from './root';
 import type { S3Store } from './s3';
 
 /** A root-relative key placed in its scope: the namespace it belongs to (if any) and the key relative to that scope. */
@@ -10,7 +11,7 @@ export interface ScopedKey {
 }
 
 /**
- * Tells whether a top-level folder is a namespace by a HeadObject of `<root>/<top>/.namespace.json`,
+ * Tells whether a top-level folder is a namespace (it holds `<root>/<top>/.namespace.json`), asking S3
  * once per folder for the life of the resolver (make one per invocation: namespaces can appear).
  *
  * @example
@@ -25,7 +26,7 @@ export class NamespaceResolver {
     readonly root: DatastoreRoot,
   ) {}
 
-  /** Records what is already known (e.g. from a marker's create event), saving the HeadObject. */
+  /** Records what is already known (e.g. from a marker's create event), saving the request. */
   note(top: string, isNamespace: boolean): void {
     this.known.set(top, Promise.resolve(isNamespace));
   }
@@ -34,8 +35,8 @@ export class NamespaceResolver {
   isNamespace(top: string): Promise<boolean> {
     let answer = this.known.get(top);
     if (!answer) {
-      answer = this.store.head(`${rootBase(this.root)}${top}/${NAMESPACE_MARKER}`).then((info) => info !== undefined);
-      // A failed HeadObject is not remembered: the next caller asks again.
+      answer = namespaceExists(this.store, this.root, top);
+      // A failed request is not remembered: the next caller asks again.
       answer.catch(() => this.known.delete(top));
       this.known.set(top, answer);
     }

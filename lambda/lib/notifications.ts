@@ -13,7 +13,8 @@ export type NotificationMessage =
 export type ChangePlacement =
   | { readonly status: 'root'; readonly root: DatastoreRoot; readonly rel: string }
   | { readonly status: 'internal'; readonly root: DatastoreRoot; readonly rel: string }
-  | { readonly status: 'foreign-bucket' | 'outside-roots' };
+  | { readonly status: 'foreign-bucket' }
+  | { readonly status: 'outside-roots' };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
