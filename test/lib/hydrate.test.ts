@@ -1,0 +1,155 @@
+/** Hydrating a local cache from an index, against moto: byte-for-byte, resumable, never outside the cache. */
+import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { type DatastoreIndex, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex } from '../../lambda/lib';
+import { datastoreIndex, indexEntry } from '../helpers/factories';
+import { connectStore, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
+
+let tmp: string;
+beforeEach(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'hydrate-test-'));
+});
+afterEach(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/** Every file under `dir`, relative, sorted. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(dir.length + 1))
+    .sort();
+}
+
+/** A healed root and its index. */
+async function indexedRoot(prefix: string, objects = 10): Promise<{ seeded: SeededDatastore; index: DatastoreIndex }> {
+  const store = await testStore();
+  const seeded = await seedDatastore(store, { prefix, objects });
+  await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+  return { seeded, index: (await readIndex(store, seeded.indexKey()))! };
+}
+
+async function expectCacheMatches(cacheDir: string, seeded: SeededDatastore, scope = ''): Promise<void> {
+  for (const [rel, body] of seeded.objects.get(scope)!) expect((await readFile(join(cacheDir, rel))).equals(body)).toBe(true);
+}
+
+describe('hydrateCache', () => {
+  it('downloads every entry byte-for-byte and keeps a copy of the index beside them', async () => {
+    const { seeded, index } = await indexedRoot('hy');
+    const cacheDir = join(tmp, 'cache');
+    const progress: number[] = [];
+
+    const report = await hydrateCache(connectStore(seeded.store.bucket), seeded.scope(), index, { cacheDir, onProgress: (done) => progress.push(done) });
+
+    expect(report).toEqual({ pulled: 10, present: 0, bytes: [...seeded.objects.get('')!.values()].reduce((n, b) => n + b.length, 0), refused: [], failed: [] });
+    await expectCacheMatches(cacheDir, seeded);
+    expect(await filesUnder(cacheDir)).toEqual([...seeded.objects.get('')!.keys(), '.datastore-index.json'].sort());
+    const copy = parseIndex(await readFile(join(cacheDir, '.datastore-index.json')));
+    expect(copy.ok && [...copy.index.entries.values()]).toEqual([...index.entries.values()]);
+    expect(progress).toEqual(Array.from({ length: 10 }, (_, i) => i + 1));
+  });
+
+  it('skips files of the indexed size and re-downloads those of another size', async () => {
+    const { seeded, index } = await indexedRoot('skip', 4);
+    const cacheDir = join(tmp, 'cache');
+    const [same, resized] = [...seeded.objects.get('')!.entries()];
+    const sameSizeOtherBytes = Buffer.alloc(same[1].length, '#');
+    await mkdir(dirname(join(cacheDir, same[0])), { recursive: true });
+    await writeFile(join(cacheDir, same[0]), sameSizeOtherBytes);
+    await mkdir(dirname(join(cacheDir, resized[0])), { recursive: true });
+    await writeFile(join(cacheDir, resized[0]), 'stale local copy of another size, surely');
+    const store = connectStore(seeded.store.bucket);
+
+    const report = await hydrateCache(store, seeded.scope(), index, { cacheDir });
+
+    expect(report).toMatchObject({ pulled: 3, present: 1, refused: [], failed: [] });
+    expect((await readFile(join(cacheDir, same[0]))).equals(sameSizeOtherBytes)).toBe(true); // clients compare sizes only
+    expect((await readFile(join(cacheDir, resized[0]))).equals(resized[1])).toBe(true);
+    expect(store.requests.GetObject).toBe(3);
+  });
+
+  it('resumes: only the files not yet pulled are downloaded', async () => {
+    const { seeded, index } = await indexedRoot('resume', 10);
+    const cacheDir = join(tmp, 'cache');
+    const done = [...seeded.objects.get('')!.entries()].filter((_, i) => i % 2 === 0);
+    for (const [rel, body] of done) {
+      await mkdir(dirname(join(cacheDir, rel)), { recursive: true });
+      await writeFile(join(cacheDir, rel), body);
+    }
+    // a half-written part from the interrupted run is simply replaced
+    const [leftover] = [...seeded.objects.get('')!.keys()].filter((_, i) => i % 2 === 1);
+    await mkdir(dirname(join(cacheDir, leftover)), { recursive: true });
+    await writeFile(join(cacheDir, `${leftover}.datastore-indexer.part`), 'half');
+    const store = connectStore(seeded.store.bucket);
+
+    const report = await hydrateCache(store, seeded.scope(), index, { cacheDir });
+
+    expect(report).toMatchObject({ pulled: 5, present: 5, refused: [], failed: [] });
+    expect(store.requests.GetObject).toBe(5);
+    await expectCacheMatches(cacheDir, seeded);
+    expect(await filesUnder(cacheDir)).toEqual([...seeded.objects.get('')!.keys(), '.datastore-index.json'].sort());
+  });
+
+  it('refuses keys that would escape the cache, downloads the others, and writes nothing outside', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, {
+      prefix: 'esc',
+      objects: { 'logs/ok.log': 'fine', 'data/a..b/c..d/e/f': 'dots inside names are fine', '../escape': 'evil', 'a/../../b': 'evil too' },
+    });
+    await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+    const index = (await readIndex(store, seeded.indexKey()))!;
+    expect([...index.entries.keys()].sort()).toEqual(['../escape', 'a/../../b', 'data/a..b/c..d/e/f', 'logs/ok.log']);
+    const cacheDir = join(tmp, 'inner', 'cache');
+
+    const report = await hydrateCache(connectStore(store.bucket), seeded.scope(), index, { cacheDir });
+
+    expect(report).toMatchObject({ pulled: 2, present: 0, refused: ['../escape', 'a/../../b'], failed: [] });
+    expect(await filesUnder(tmp)).toEqual(['inner/cache/.datastore-index.json', 'inner/cache/data/a..b/c..d/e/f', 'inner/cache/logs/ok.log']);
+    expect((await readFile(join(cacheDir, 'data/a..b/c..d/e/f'))).toString()).toBe('dots inside names are fine');
+  });
+
+  it('reports an entry whose object is gone as failed and pulls the rest', async () => {
+    const store = await testStore();
+    await putObjects(store, { 'r/logs/a.log': 'aaa', 'r/logs/b.log': 'bbbb' });
+    const index = datastoreIndex([indexEntry('logs/a.log', { size: 3 }), indexEntry('logs/gone.log', { size: 9 }), indexEntry('logs/b.log', { size: 4 })]);
+    const cacheDir = join(tmp, 'cache');
+
+    const report = await hydrateCache(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'r' } }, index, { cacheDir });
+
+    expect(report).toMatchObject({ pulled: 2, present: 0, refused: [] });
+    expect(report.failed).toEqual([{ key: 'logs/gone.log', error: expect.stringMatching(/gone \(404\)/) }]);
+    expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'logs/a.log', 'logs/b.log']);
+  });
+});
+
+describe('healAndHydrate', () => {
+  it('heals an unindexed namespace and hydrates the cache from its index', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'hh', objects: 5, namespaces: ['team'] });
+    const cacheDir = join(tmp, 'cache');
+
+    const report = await healAndHydrate(connectStore(store.bucket), seeded.root, { cacheDir, namespace: 'team' });
+
+    expect(report.scope).toMatchObject({ namespace: 'team', indexState: 'absent', published: true });
+    expect(report.hydrate).toMatchObject({ pulled: 5, present: 0, refused: [], failed: [] });
+    await expectCacheMatches(cacheDir, seeded, 'team');
+    expect(await filesUnder(cacheDir)).toEqual([...seeded.objects.get('team')!.keys(), '.datastore-index.json'].sort());
+  });
+});
+
+describe('cachePathOf', () => {
+  it.each(['', '../x', 'a/../../b', 'a/./b', './a', 'a//b', 'a/', '/etc/passwd', 'a\\..\\b', 'a\0b', '..'])('refuses %j', (key) => {
+    expect(() => cachePathOf('/cache', key)).toThrow(UnsafeKeyError);
+  });
+
+  it.each([
+    ['a b/c+d/100%', '/cache/a b/c+d/100%'],
+    ['a..b/c..d', '/cache/a..b/c..d'],
+    ['...', '/cache/...'],
+    ['ünï/日本.txt', '/cache/ünï/日本.txt'],
+  ])('maps %j inside the cache', (key, path) => {
+    expect(cachePathOf('/cache', key)).toBe(path);
+  });
+});
