@@ -1,0 +1,145 @@
+/**
+ * Faults injected at the HTTP layer of the library's own client (`createS3Client`), everything else real
+ * (moto behind it): retries, typed errors, and stores without conditional writes.
+ */
+import {
+  AccessDeniedError,
+  BucketNotFoundError,
+  CredentialsError,
+  type PublishEvent,
+  S3Store,
+  S3UnavailableError,
+  healRoot,
+} from '../../lambda/lib';
+import {
+  type CannedResponse,
+  type OutgoingRequest,
+  connectStore,
+  faultyClient,
+  listObjects,
+  putObject,
+  readIndex,
+  readObject,
+  seedDatastore,
+  summarize,
+  testStore,
+  uniqueBucketName,
+} from '../helpers/s3';
+
+/** A fault that answers the first `times` requests matching `when`, then lets everything through. */
+function firstN(times: number, when: (r: OutgoingRequest) => boolean, response: CannedResponse) {
+  let left = times;
+  return (r: OutgoingRequest): CannedResponse | undefined => (when(r) && left-- > 0 ? response : undefined);
+}
+
+describe('retries (createS3Client)', () => {
+  it('retries a throttled request (503 SlowDown) and succeeds', async () => {
+    const bucket = (await testStore()).bucket;
+    const store = new S3Store(faultyClient(firstN(1, (r) => r.method === 'PUT', { status: 503, code: 'SlowDown', message: 'Please reduce your request rate.' })), bucket);
+
+    const result = await store.put('logs/a.log', 'hello');
+
+    expect(result.status).toBe('written');
+    expect(store.requests.PutObject).toBe(2);
+    expect((await readObject(connectStore(bucket), 'logs/a.log'))!.toString()).toBe('hello');
+  });
+
+  it('retries 5xx up to six attempts in all', async () => {
+    const bucket = (await testStore()).bucket;
+    await putObject(connectStore(bucket), 'k', 'value');
+    const store = new S3Store(faultyClient(firstN(5, (r) => r.method === 'GET', { status: 500, code: 'InternalError' })), bucket);
+
+    const object = await store.get('k');
+
+    expect(object!.body.toString()).toBe('value');
+    expect(store.requests.GetObject).toBe(6);
+  });
+
+  it('gives up with S3UnavailableError when the store keeps throttling', async () => {
+    const bucket = (await testStore()).bucket;
+    const store = new S3Store(faultyClient(() => ({ status: 503, code: 'SlowDown' }), { maxAttempts: 2 }), bucket);
+
+    const error = await store.get('k').catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(S3UnavailableError);
+    expect((error as Error).message).toMatch(/GetObject .*\/k/);
+    expect(store.requests.GetObject).toBe(2);
+  });
+});
+
+describe('typed errors', () => {
+  const denied = () => ({ status: 403, code: 'AccessDenied', message: 'Access Denied' });
+
+  it.each([
+    ['ListBucket', (s: S3Store) => s.listPages({ prefix: 'p/' }).next()],
+    ['GetObject', (s: S3Store) => s.get('p/k')],
+    ['HeadObject', (s: S3Store) => s.head('p/k')],
+    ['PutObject', (s: S3Store) => s.put('p/k', 'x')],
+    ['DeleteObject', (s: S3Store) => s.delete('p/k')],
+  ])('turns a 403 AccessDenied on %s into AccessDeniedError, without retrying', async (operation, call) => {
+    const store = new S3Store(faultyClient(denied), (await testStore()).bucket);
+
+    const error = await call(store).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(AccessDeniedError);
+    expect((error as Error).message).toContain(`Access denied: ${operation}`);
+    expect(store.requestTotal()).toBe(1);
+  });
+
+  it('fails a heal with AccessDeniedError when the index may not be written, leaving the bucket as it was', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'ro', objects: 3 });
+    const readOnly = new S3Store(faultyClient((r) => (r.method === 'PUT' || r.method === 'DELETE' ? denied() : undefined)), store.bucket);
+    const before = await listObjects(store);
+
+    await expect(healRoot(readOnly, seeded.root, { mode: 'repair' })).rejects.toBeInstanceOf(AccessDeniedError);
+
+    expect(await listObjects(store)).toEqual(before);
+  });
+
+  it('turns InvalidAccessKeyId into CredentialsError', async () => {
+    const store = new S3Store(faultyClient(() => ({ status: 403, code: 'InvalidAccessKeyId' })), (await testStore()).bucket);
+    await expect(store.get('k')).rejects.toBeInstanceOf(CredentialsError);
+  });
+
+  it.each([
+    ['a listing', (s: S3Store) => s.listPages({ prefix: '' }).next()],
+    ['a read', (s: S3Store) => s.get('k')],
+    ['a write', (s: S3Store) => s.put('k', 'x')],
+    ['a conditional write', (s: S3Store) => s.put('k', 'x', { ifNoneMatch: '*' })],
+    ['a heal', (s: S3Store) => healRoot(s, { bucket: s.bucket, prefix: 'p' }, { mode: 'check' })],
+  ])('turns NoSuchBucket on %s into BucketNotFoundError naming the bucket', async (_what, call) => {
+    const bucket = uniqueBucketName('missing');
+    const error = await call(connectStore(bucket)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BucketNotFoundError);
+    expect((error as Error).message).toContain(`"${bucket}"`);
+  });
+});
+
+describe('a store without conditional writes (501 NotImplemented)', () => {
+  it('publishes under the lock alone, says so, and keeps every object intact', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'nocond', objects: 8, internal: true, namespaces: ['ns1'] });
+    const data = await listObjects(store);
+    const conditional = (r: OutgoingRequest) => 'if-match' in r.headers || 'if-none-match' in r.headers;
+    let refused = 0;
+    const plain = new S3Store(
+      faultyClient((r) => (conditional(r) && (r.method === 'PUT' || r.method === 'DELETE') && ++refused ? { status: 501, code: 'NotImplemented', message: 'A header you provided implies functionality that is not implemented' } : undefined)),
+      store.bucket,
+    );
+    const events: PublishEvent['event'][] = [];
+
+    const report = await healRoot(plain, seeded.root, { mode: 'repair', onEvent: (_scope, e) => events.push(e.event) });
+
+    expect(refused).toBeGreaterThan(0);
+    expect(events).toContain('conditional-writes-unsupported');
+    for (const scope of report.scopes) expect(scope).toMatchObject({ published: true, conditional: false });
+    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+    expect(summarize(await readIndex(store, seeded.indexKey('ns1')))).toEqual(seeded.expectedEntries('ns1'));
+    // every object that was there is there unchanged; only the two indexes were added; the lock is gone
+    const after = await listObjects(store);
+    expect(after.filter((o) => !o.key.endsWith('.datastore-index.json'))).toEqual(data);
+    expect(after.map((o) => o.key).filter((k) => k.endsWith('.datastore-index.json'))).toEqual(['nocond/.datastore-index.json', 'nocond/ns1/.datastore-index.json']);
+    expect(await readObject(store, 'nocond/.datastore.lock')).toBeUndefined();
+  });
+});
