@@ -145,7 +145,7 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
   for await (const page of store.listPages({ prefix: base, startAfter: lastKey, maxKeys: options.pageSize })) {
     fresh.push(...page.objects);
     if (page.objects.length) lastKey = page.objects[page.objects.length - 1].key;
-    if (options.remainingMs() < reserveMs) {
+    if (page.truncated !== false && options.remainingMs() < reserveMs) {
       stopped = true;
       break;
     }

@@ -35,6 +35,8 @@ export interface StoredObject extends ObjectInfo {
 export interface ListPage {
   readonly objects: { key: string; size: number; lastModified: Date; etag: string }[];
   readonly prefixes: string[];
+  /** True when more pages follow (set by `S3Store.listPages`). */
+  readonly truncated?: boolean;
 }
 
 /** Create only (`If-None-Match: *`) or replace only that version (`If-Match`). */
@@ -244,6 +246,7 @@ export class S3Store {
           etag: unquoteEtag(o.ETag),
         })),
         prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
+        truncated: !!(out.IsTruncated && out.NextContinuationToken),
       };
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
     } while (token);
