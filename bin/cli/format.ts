@@ -1,0 +1,243 @@
+/**
+ * The words and JSON of `datastore-indexer`: pure functions from library reports to output.
+ * One vocabulary everywhere: a heal has `added`, `removed` and `resized` entries; a check finds
+ * `missing`, `stale` and `resized` ones; a hydrate has `pulled`, `present` and `refused` keys.
+ */
+import type { HealAndHydrateReport, HealReport, ResizedEntry, ScopeReport } from '../../lambda/lib';
+
+/** `1 file`, `2 files`. */
+export function plural(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
+/** Bytes in decimal units, one decimal: `512 B`, `1.2 MB`. */
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/** True when a check found the index other than true: absent, unreadable, or drifted. */
+export function hasDrift(scope: ScopeReport): boolean {
+  const d = scope.drift;
+  return scope.indexState !== 'valid' || d.missing + d.stale + d.resized > 0;
+}
+
+/** Entries the index held before the heal (a heal adds `missing` and removes `stale`). */
+export function entriesBefore(scope: ScopeReport): number {
+  return scope.indexState === 'valid' ? scope.entries - scope.drift.missing + scope.drift.stale : 0;
+}
+
+function healCounts(added: number, removed: number, resized: number): string {
+  return `+${added} added, -${removed} removed, ~${resized} resized`;
+}
+
+function stateBefore(scope: ScopeReport, bucket: string): string {
+  if (scope.indexState === 'absent') return ' (index was absent)';
+  if (scope.indexState === 'unreadable') {
+    const copy = scope.keptCopy ? `; copy kept at s3://${bucket}/${scope.keptCopy}` : '';
+    return ` (index was unreadable: ${scope.unreadableReason}${copy})`;
+  }
+  return '';
+}
+
+/** What a repair did to one index, without the final period. */
+export function healClause(scope: ScopeReport, bucket: string): string {
+  let text: string;
+  if (scope.published) {
+    const d = scope.drift;
+    text = `Healed ${scope.scope}${stateBefore(scope, bucket)}: ${healCounts(d.missing, d.stale, d.resized)} (index ${plural(scope.entries, 'entry', 'entries')})`;
+  } else if (!hasDrift(scope)) {
+    text = `Index ${scope.scope} is true (${plural(scope.entries, 'entry', 'entries')})`;
+  } else {
+    text = `Index ${scope.scope} was healed by another writer meanwhile (${plural(scope.entries, 'entry', 'entries')})`;
+  }
+  if (scope.unshardable > 0) text += `; ${plural(scope.unshardable, 'key')} left out (no shard partition)`;
+  return text;
+}
+
+/** `repair`: one line per index. */
+export function repairLines(report: HealReport): string[] {
+  return report.scopes.map((s) => `${healClause(s, report.root.bucket)}${s.published ? '' : '; nothing published'}.`);
+}
+
+/** `hydrate`: the one summary line. */
+export function hydrateLine(result: HealAndHydrateReport): string {
+  const { heal, scope, hydrate } = result;
+  const parts = [`${healClause(scope, heal.root.bucket)}.`];
+  const others = heal.scopes.filter((s) => s !== scope && s.published);
+  if (others.length > 0) {
+    const sum = (pick: (s: ScopeReport) => number): number => others.reduce((n, s) => n + pick(s), 0);
+    const counts = healCounts(sum((s) => s.drift.missing), sum((s) => s.drift.stale), sum((s) => s.drift.resized));
+    parts.push(`Also healed ${plural(others.length, 'other index', 'other indexes')} (${counts}).`);
+  }
+  parts.push(`Pulled ${plural(hydrate.pulled, 'file')} (${formatBytes(hydrate.bytes)}), ${hydrate.present} already present.`);
+  if (hydrate.refused.length > 0) parts.push(`Refused ${plural(hydrate.refused.length, 'key')} outside the cache folder.`);
+  if (hydrate.failed.length > 0) parts.push(`Failed to pull ${plural(hydrate.failed.length, 'file')}.`);
+  return parts.join(' ');
+}
+
+function describeState(scope: ScopeReport): string {
+  if (scope.indexState === 'absent') return 'index absent';
+  if (scope.indexState === 'unreadable') return `index unreadable (${scope.unreadableReason})`;
+  return `index of ${plural(entriesBefore(scope), 'entry', 'entries')}`;
+}
+
+function resizedText(r: ResizedEntry): string {
+  return `${r.key} (index ${r.indexSize} B, object ${r.objectSize} B)`;
+}
+
+/** `check`: per index a status line and up to `maxKeys` keys of each kind, then a closing line. */
+export function checkLines(report: HealReport, maxKeys: number): string[] {
+  const lines: string[] = [];
+  for (const scope of report.scopes) {
+    const { missing, stale, resized } = scope.drift;
+    const shards = scope.layout === 'shards' ? ', shard-first' : '';
+    if (!hasDrift(scope)) {
+      lines.push(`${scope.scope}: index true (${plural(scope.entries, 'entry', 'entries')}${shards})`);
+      continue;
+    }
+    lines.push(
+      `${scope.scope}: ${describeState(scope)}${shards}; ${plural(scope.objects, 'object')}; ${missing} missing, ${stale} stale, ${resized} resized`,
+    );
+    const kinds: [string, string[]][] = [
+      ['missing', scope.driftKeys.missing],
+      ['stale', scope.driftKeys.stale],
+      ['resized', scope.driftKeys.resized.map(resizedText)],
+    ];
+    for (const [kind, keys] of kinds) {
+      for (const key of keys.slice(0, maxKeys)) lines.push(`  ${kind.padEnd(7)}  ${key}`);
+      if (maxKeys > 0 && keys.length > maxKeys) lines.push(`  … ${keys.length - maxKeys} more ${kind}`);
+    }
+  }
+  const drifted = report.scopes.filter(hasDrift).length;
+  const total = report.scopes.length;
+  lines.push(
+    drifted === 0
+      ? `${total === 1 ? 'The index is' : `All ${total} indexes are`} true; nothing published.`
+      : `Drift in ${drifted} of ${plural(total, 'index', 'indexes')}; nothing published (\`datastore-indexer repair\` heals it).`,
+  );
+  return lines;
+}
+
+/** One index in a JSON report of a `repair` or `hydrate`. */
+export interface HealedIndexJson {
+  readonly scope: string;
+  readonly namespace: string | null;
+  readonly layout: string;
+  /** The index's state before the heal: `absent`, `unreadable` or `valid`. */
+  readonly before: string;
+  readonly unreadableReason: string | null;
+  readonly keptCopy: string | null;
+  readonly published: boolean;
+  readonly added: number;
+  readonly removed: number;
+  readonly resized: number;
+  readonly unshardable: number;
+  readonly objects: number;
+  readonly entries: number;
+}
+
+/** One index in a JSON report of a `check`. */
+export interface CheckedIndexJson {
+  readonly scope: string;
+  readonly namespace: string | null;
+  readonly layout: string;
+  readonly state: string;
+  readonly unreadableReason: string | null;
+  readonly drift: boolean;
+  readonly objects: number;
+  /** Entries the index holds now. */
+  readonly entries: number;
+  readonly missing: number;
+  readonly stale: number;
+  readonly resized: number;
+  readonly unshardable: number;
+  /** Up to `--keys` keys of each kind. */
+  readonly keys: { missing: string[]; stale: string[]; resized: ResizedEntry[] };
+}
+
+/** The JSON of one healed index. */
+export function healedIndexJson(scope: ScopeReport): HealedIndexJson {
+  return {
+    scope: scope.scope,
+    namespace: scope.namespace ?? null,
+    layout: scope.layout,
+    before: scope.indexState,
+    unreadableReason: scope.unreadableReason ?? null,
+    keptCopy: scope.keptCopy ?? null,
+    published: scope.published,
+    added: scope.drift.missing,
+    removed: scope.drift.stale,
+    resized: scope.drift.resized,
+    unshardable: scope.unshardable,
+    objects: scope.objects,
+    entries: scope.entries,
+  };
+}
+
+/** The JSON of one checked index. */
+export function checkedIndexJson(scope: ScopeReport, maxKeys: number): CheckedIndexJson {
+  return {
+    scope: scope.scope,
+    namespace: scope.namespace ?? null,
+    layout: scope.layout,
+    state: scope.indexState,
+    unreadableReason: scope.unreadableReason ?? null,
+    drift: hasDrift(scope),
+    objects: scope.objects,
+    entries: entriesBefore(scope),
+    missing: scope.drift.missing,
+    stale: scope.drift.stale,
+    resized: scope.drift.resized,
+    unshardable: scope.unshardable,
+    keys: {
+      missing: scope.driftKeys.missing.slice(0, maxKeys),
+      stale: scope.driftKeys.stale.slice(0, maxKeys),
+      resized: scope.driftKeys.resized.slice(0, maxKeys),
+    },
+  };
+}
+
+const seconds = (ms: number): number => Math.round(ms) / 1000;
+
+/** The `check --json` report. */
+export function checkJson(report: HealReport, maxKeys: number, elapsedMs: number): object {
+  const indexes = report.scopes.map((s) => checkedIndexJson(s, maxKeys));
+  return { command: 'check', root: rootName(report), drift: indexes.some((i) => i.drift), indexes, seconds: seconds(elapsedMs) };
+}
+
+/** The `repair --json` report. */
+export function repairJson(report: HealReport, elapsedMs: number): object {
+  const indexes = report.scopes.map(healedIndexJson);
+  return { command: 'repair', root: rootName(report), published: indexes.some((i) => i.published), indexes, seconds: seconds(elapsedMs) };
+}
+
+/** The `hydrate --json` report. */
+export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elapsedMs: number): object {
+  const { heal, scope, hydrate } = result;
+  return {
+    command: 'hydrate',
+    ok: hydrate.failed.length === 0,
+    root: rootName(heal),
+    scope: scope.scope,
+    cache: cacheDir,
+    index: healedIndexJson(scope),
+    indexes: heal.scopes.map(healedIndexJson),
+    pulled: hydrate.pulled,
+    present: hydrate.present,
+    bytes: hydrate.bytes,
+    refused: hydrate.refused,
+    failed: hydrate.failed,
+    seconds: seconds(elapsedMs),
+  };
+}
+
+function rootName(report: HealReport): string {
+  return `s3://${report.root.bucket}/${report.root.prefix}`;
+}

@@ -1,0 +1,58 @@
+/** What a person at a terminal sees while the command works: a status line, then a progress bar; nothing when stderr is not a TTY. */
+import { Presets, SingleBar } from 'cli-progress';
+
+/** Live feedback on stderr, shown only when stderr is a terminal; notes are always written. */
+export class Progress {
+  private bar: SingleBar | undefined;
+  private statusShown = false;
+
+  constructor(
+    private readonly out: NodeJS.WriteStream = process.stderr,
+    /** @default true when `out` is a TTY */
+    readonly live = out.isTTY === true,
+  ) {}
+
+  /** Shows a one-line status (e.g. "Healing …") until the next output replaces it. */
+  status(text: string): void {
+    if (!this.live) return;
+    this.clearStatus();
+    this.out.write(text);
+    this.statusShown = true;
+  }
+
+  /** Moves the download bar to `done` of `total` files, starting it on first use. */
+  update(done: number, total: number): void {
+    if (!this.live) return;
+    if (!this.bar) {
+      this.clearStatus();
+      this.bar = new SingleBar(
+        { stream: this.out, format: 'Pulling {bar} {value}/{total} files | {eta_formatted} left', clearOnComplete: true, hideCursor: true },
+        Presets.shades_classic,
+      );
+      this.bar.start(total, 0);
+    }
+    this.bar.update(done);
+  }
+
+  /** Writes a line on stderr (TTY or not), keeping the live display out of its way. */
+  note(line: string): void {
+    const bar = this.bar;
+    if (bar) bar.stop();
+    this.clearStatus();
+    this.out.write(`${line}\n`);
+    this.bar = undefined;
+  }
+
+  /** Removes the bar or status line. */
+  stop(): void {
+    this.bar?.stop();
+    this.bar = undefined;
+    this.clearStatus();
+  }
+
+  private clearStatus(): void {
+    if (!this.statusShown) return;
+    this.out.write('\r\x1b[2K');
+    this.statusShown = false;
+  }
+}
