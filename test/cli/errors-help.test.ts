@@ -1,0 +1,80 @@
+/** What a user sees when something is wrong, and `--help`: one clear line on stderr, exit 1, no stack trace. */
+import { seedDatastore, testStore, uniqueBucketName } from '../helpers/s3';
+import { datastoreConfig, ensureBuiltCli, runCli, tempDir } from './helpers';
+
+beforeAll(ensureBuiltCli, 120_000);
+
+/** Asserts a run failed with exactly one stderr line matching `message`, and printed nothing on stdout. */
+function expectOneLineError(run: { code: number | null; stdout: string; stderr: string }, message: RegExp): void {
+  expect(run.stdout).toBe('');
+  expect(run.stderr.endsWith('\n')).toBe(true);
+  expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(run.stderr).toMatch(/^datastore-indexer: /);
+  expect(run.stderr).toMatch(message);
+  expect(run.code).toBe(1);
+}
+
+describe('datastore-indexer errors', () => {
+  test.each([
+    ['not JSON', '{bucket: b}', /^datastore-indexer: The datastore config is not valid JSON \(.+\)\. Example: \{"bucket":"my-bucket","prefix":"swamp"\}\n$/],
+    ['an unknown key', '{"bucket":"b","bukket":"c"}', /^datastore-indexer: Unknown datastore config key "bukket"\. Allowed keys: bucket, prefix, region, endpoint, forcePathStyle\n$/],
+    ['no bucket', '{"prefix":"swamp"}', /^datastore-indexer: The datastore config needs a "bucket"\. Pass --bucket or --config/],
+    ['not an object', '["b"]', /^datastore-indexer: The datastore config must be a JSON object/],
+  ])('a --config that is %s is one clear line, exit 1', async (_, config, message) => {
+    const runs = await Promise.all([
+      runCli(['hydrate', '--config', config, '--cache', tempDir()]),
+      runCli(['check', '--config', config]),
+      runCli(['repair', '--config', config]),
+    ]);
+    for (const run of runs) expectOneLineError(run, message);
+  });
+
+  test('a bucket that does not exist is one clear line, exit 1 (check too: 1 is an error, 2 is drift)', async () => {
+    const config = datastoreConfig(uniqueBucketName('no-such'), 'swamp');
+    const message = /^datastore-indexer: Bucket "no-such-[^"]+" does not exist\. Check the bucket name, region and endpoint\n$/;
+    const runs = await Promise.all([
+      runCli(['hydrate', '--config', config, '--cache', tempDir()]),
+      runCli(['check', '--config', config]),
+      runCli(['repair', '--config', config, '--json']),
+    ]);
+    for (const run of runs) expectOneLineError(run, message);
+  });
+
+  test('a namespace that does not exist is refused before anything is written', async () => {
+    const store = await testStore({ bucketPrefix: 'cli-no-ns' });
+    await seedDatastore(store, { prefix: 'swamp', objects: 2, namespaces: ['team-b'] });
+    const run = await runCli(['repair', '--config', datastoreConfig(store.bucket, 'swamp'), '--namespace', 'team-c']);
+    expectOneLineError(run, /^datastore-indexer: No namespace "team-c" in s3:\/\/\S+\/swamp\. A namespace is a top-level folder holding \.namespace\.json/);
+  });
+
+  test('bad flags are one clear line, exit 1', async () => {
+    const config = datastoreConfig('any-bucket-name', 'swamp');
+    expectOneLineError(await runCli(['hydrate', '--config', config]), /^datastore-indexer: required option '--cache <dir>' not specified$/m);
+    expectOneLineError(await runCli(['hydrate', '--config', config, '--cache', tempDir(), '--concurrency', '0']), /'--concurrency <n>' argument '0' is invalid\. Expected a whole number from 1 to 256\./);
+    expectOneLineError(await runCli(['repair', '--config', config, '--lock-wait', 'soon']), /'--lock-wait <seconds>' argument 'soon' is invalid/);
+    expectOneLineError(await runCli(['check', '--config', config, '--frob']), /^datastore-indexer: unknown option '--frob'/);
+    expectOneLineError(await runCli(['chek']), /^datastore-indexer: unknown command 'chek' \(Did you mean check\?\)$/m);
+  });
+});
+
+describe('datastore-indexer --help', () => {
+  const common = ['--config <json>', '--bucket <name>', '--prefix <prefix>', '--region <region>', '--endpoint <url>', '--force-path-style', '--namespace <ns>', '--json'];
+
+  test.each([
+    ['hydrate', [...common, '--cache <dir>', '--concurrency <n>', '--lock-wait <seconds>', 'refused']],
+    ['check', [...common, '--keys <n>', '2 drift found']],
+    ['repair', [...common, '--lock-wait <seconds>']],
+  ])('%s --help names every flag, exit 0', async (command, expected) => {
+    const run = await runCli([command, '--help']);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toContain(`Usage: datastore-indexer ${command} [options]`);
+    for (const text of expected) expect(run.stdout).toContain(text);
+  });
+
+  test('--help lists the commands and exit codes', async () => {
+    const run = await runCli(['--help']);
+    expect(run.code).toBe(0);
+    for (const text of ['hydrate [options]', 'check [options]', 'repair [options]', 'Exit codes: 0']) expect(run.stdout).toContain(text);
+  });
+});
