@@ -1,5 +1,5 @@
 /** healRoot against a real S3 API (moto): rebuilding, checking and repairing indexes, and what it must never touch. */
-import { type ScopeReport, healRoot, parseIndex, type Lister } from '../../lambda/lib';
+import { type IndexEntry, type Lister, type ScopeReport, healRoot, parseIndex } from '../../lambda/lib';
 import { indexEntry, isoAgo } from '../helpers/factories';
 import {
   connectStore,
@@ -98,7 +98,7 @@ describe('healRoot on a drifted index', () => {
     const clean = (await readIndex(store, seeded.indexKey()))!;
     const keys = [...clean.entries.keys()].sort();
     const [missingA, missingB, resizedKey] = [keys[0], keys[3], keys[5]];
-    const entries = [...clean.entries.values()]
+    const entries: IndexEntry[] = [...clean.entries.values()]
       .filter((e) => e.key !== missingA && e.key !== missingB)
       .map((e) =>
         e.key === resizedKey
