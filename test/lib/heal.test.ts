@@ -193,6 +193,26 @@ describe('healRoot on an unreadable index', () => {
   });
 });
 
+describe('healRoot on an unreadable namespace index', () => {
+  it('keeps the copy inside the namespace and rebuilds only that index', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'nsbad', objects: 3, namespaces: ['team'] });
+    await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+    const rootEtag = (await listObjects(store, seeded.indexKey()))[0].etag;
+    await putObject(store, seeded.indexKey('team'), '<html>not an index</html>');
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+
+    const copies = await listKeys(store, 'nsbad/team/_control/unreadable/');
+    expect(copies).toHaveLength(1);
+    expect((await readObject(store, copies[0]))!.toString()).toBe('<html>not an index</html>');
+    expect(await listKeys(store, 'nsbad/_control/')).toEqual([]);
+    expect(summarize(await readIndex(store, seeded.indexKey('team')))).toEqual(seeded.expectedEntries('team'));
+    expect(scopeReport(report.scopes)).toMatchObject({ published: false });
+    expect((await listObjects(store, seeded.indexKey()))[0].etag).toBe(rootEtag);
+  });
+});
+
 describe('healRoot confirms stale entries the listing may have missed', () => {
   it('keeps a recent entry whose object exists but was not listed, drops a recent one whose object is gone, trusts the listing for old ones', async () => {
     const store = await testStore();

@@ -55,7 +55,7 @@ describe('DatastoreLock', () => {
       expect(error).toBeInstanceOf(LockBusyError);
       expect(lock.lost).toBe(false);
       await putObject(store, 'L', JSON.stringify(lockBody({ nonce: 'usurper' })));
-      await sleep(1200);
+      await sleep(1500);
       expect(lock.lost).toBe(true);
     } finally {
       await lock.release();
