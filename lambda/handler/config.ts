@@ -1,0 +1,88 @@
+/** The handler's configuration, read from the environment once per cold start. */
+import { ConfigError, type DatastoreRoot, type S3Settings, normalizePrefix } from '../lib';
+
+/** Everything the handler takes from its environment. */
+export interface HandlerConfig {
+  /** `DATASTORE_BUCKET`: the shared bucket. */
+  readonly bucket: string;
+  /** `DATASTORE_PREFIXES`: the datastore roots, comma-separated; none means the bucket root. */
+  readonly roots: readonly DatastoreRoot[];
+  /** `AWS_ENDPOINT_URL_S3` and `DATASTORE_FORCE_PATH_STYLE=true`, for S3-compatible stores and tests. */
+  readonly s3: S3Settings;
+  /** `DATASTORE_QUEUE_URL`: where delayed re-checks and repair continuations are sent; without it neither is. */
+  readonly queueUrl?: string;
+  /** `DATASTORE_RECHECK_DELAY_SECONDS`: how long after a delta its keys are checked again. @default 30 */
+  readonly recheckDelaySeconds: number;
+  /** `DATASTORE_LOCK_WAIT_SECONDS`: how long to wait for a client's lock before the batch items go back. @default 10 */
+  readonly lockWaitMs: number;
+  /** `DATASTORE_REPAIR_RESERVE_SECONDS`: a full repair stops listing when fewer seconds than this remain. @default 60 */
+  readonly repairReserveMs: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Characters a prefix may not hold: a comma would split the list, wildcards mean nothing to S3. */
+const FORBIDDEN = /[*?\u0000-\u001f\u007f]/;
+
+function wholeNumber(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name]?.trim();
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  return n;
+}
+
+/** Parses `DATASTORE_PREFIXES` into roots: trimmed, slashes stripped, none repeated or nested. */
+export function parseRoots(bucket: string, raw: string | undefined): DatastoreRoot[] {
+  if (raw === undefined || raw.trim() === '') return [{ bucket, prefix: '' }];
+  const prefixes = raw.split(',').map((p) => p.trim());
+  prefixes.forEach((p, i) => {
+    if (p === '') throw new ConfigError(`DATASTORE_PREFIXES entry ${i + 1} is empty in "${raw}"`, 'Leave DATASTORE_PREFIXES empty for the bucket root, or list prefixes like "swamp,infra"');
+    if (FORBIDDEN.test(p)) throw new ConfigError(`DATASTORE_PREFIXES entry "${p}" holds a wildcard or control character`);
+  });
+  const normalized = prefixes.map(normalizePrefix);
+  normalized.forEach((p, i) => {
+    if (p === '' || p.includes('//')) throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
+    for (const other of normalized) {
+      if (other !== p && other.startsWith(`${p}/`)) throw new ConfigError(`DATASTORE_PREFIXES "${other}" lies inside "${p}"`, 'Datastore roots must not nest');
+    }
+    if (normalized.indexOf(p) !== i) throw new ConfigError(`DATASTORE_PREFIXES lists "${p}" twice`);
+  });
+  return normalized.map((prefix) => ({ bucket, prefix }));
+}
+
+/**
+ * Reads and checks the handler's environment; throws `ConfigError` naming the variable at fault.
+ *
+ * @example
+ * parseConfig({ DATASTORE_BUCKET: 'shared', DATASTORE_PREFIXES: 'swamp,infra' }).roots
+ * // [{ bucket: 'shared', prefix: 'swamp' }, { bucket: 'shared', prefix: 'infra' }]
+ */
+export function parseConfig(env: Env): HandlerConfig {
+  const bucket = env.DATASTORE_BUCKET?.trim();
+  if (!bucket) throw new ConfigError('DATASTORE_BUCKET is not set', 'Set it to the name of the shared datastore bucket');
+  if (/[\s/]/.test(bucket)) throw new ConfigError(`DATASTORE_BUCKET "${bucket}" is not a bucket name`, 'Give the name alone, without s3:// or a prefix');
+  const endpoint = env.AWS_ENDPOINT_URL_S3?.trim() || undefined;
+  if (endpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(endpoint)) {
+    throw new ConfigError(`AWS_ENDPOINT_URL_S3 must be an http(s) URL, got "${endpoint}"`);
+  }
+  const pathStyle = env.DATASTORE_FORCE_PATH_STYLE?.trim().toLowerCase();
+  if (pathStyle !== undefined && pathStyle !== '' && pathStyle !== 'true' && pathStyle !== 'false') {
+    throw new ConfigError(`DATASTORE_FORCE_PATH_STYLE must be "true" or "false", got "${env.DATASTORE_FORCE_PATH_STYLE}"`);
+  }
+  const queueUrl = env.DATASTORE_QUEUE_URL?.trim() || undefined;
+  if (queueUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(queueUrl)) throw new ConfigError(`DATASTORE_QUEUE_URL must be a queue URL, got "${queueUrl}"`);
+  return {
+    bucket,
+    roots: parseRoots(bucket, env.DATASTORE_PREFIXES),
+    s3: {
+      region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
+      endpoint,
+      forcePathStyle: pathStyle === 'true' ? true : undefined,
+    },
+    queueUrl,
+    recheckDelaySeconds: wholeNumber(env, 'DATASTORE_RECHECK_DELAY_SECONDS', 30, 0, 900),
+    lockWaitMs: wholeNumber(env, 'DATASTORE_LOCK_WAIT_SECONDS', 10, 0, 600) * 1000,
+    repairReserveMs: wholeNumber(env, 'DATASTORE_REPAIR_RESERVE_SECONDS', 60, 0, 900) * 1000,
+  };
+}

@@ -1,0 +1,104 @@
+/** A direct invoke: `{"action": "check" | "repair", "prefix"?, "namespace"?}` answered with the drift report. */
+import type { Context } from 'aws-lambda';
+import { type DatastoreRoot, type DriftCounts, type ScopeReport, describeScope, namespaceExists, normalizePrefix, repairResumable } from '../lib';
+import { Metric, addHeal, count, lockOptions, logRoot, rootSummary } from './observability';
+import type { Runtime } from './runtime';
+import { type InvokeRequest, UnknownTriggerError } from './triggers';
+
+/** Drifting keys shown per kind in a report; the counts are always whole. */
+const SAMPLE_KEYS = 20;
+
+/** The drift of one index. */
+export interface ScopeDrift {
+  readonly scope: string;
+  readonly namespace?: string;
+  readonly indexState: ScopeReport['indexState'];
+  readonly layout: ScopeReport['layout'];
+  /** Data objects listed. */
+  readonly objects: number;
+  readonly drift: DriftCounts;
+  /** Up to 20 keys of each kind. */
+  readonly sample: { readonly missing: string[]; readonly stale: string[]; readonly resized: string[] };
+  /** Entries the index has after a repair (after a check: would have). */
+  readonly entries: number;
+  readonly published: boolean;
+}
+
+/** What a direct invoke answers. */
+export interface DriftReport {
+  readonly action: InvokeRequest['action'];
+  readonly bucket: string;
+  /** False when a root's listing ran out of time (a repair then continues it; a check reports nothing for it). */
+  readonly complete: boolean;
+  readonly totals: DriftCounts;
+  readonly roots: {
+    readonly root: string;
+    readonly status: 'complete' | 'incomplete';
+    readonly objectsListed: number;
+    readonly listingMs: number;
+    readonly scopes: ScopeDrift[];
+  }[];
+}
+
+function rootsOf(rt: Runtime, request: InvokeRequest): DatastoreRoot[] {
+  if (request.prefix === undefined) return [...rt.config.roots];
+  const wanted = normalizePrefix(request.prefix);
+  const root = rt.config.roots.find((r) => r.prefix === wanted);
+  if (!root) {
+    const known = rt.config.roots.map((r) => JSON.stringify(r.prefix)).join(', ');
+    throw new UnknownTriggerError(`"prefix" ${JSON.stringify(request.prefix)} is not a configured datastore root`, `Configured: ${known}`);
+  }
+  return [root];
+}
+
+/** Runs a check (writes nothing) or a repair over the requested roots and returns the drift found. */
+export async function handleInvoke(rt: Runtime, request: InvokeRequest, context: Context): Promise<DriftReport> {
+  const roots = rootsOf(rt, request);
+  const totals = { missing: 0, stale: 0, resized: 0 };
+  const report: DriftReport = { action: request.action, bucket: rt.config.bucket, complete: true, totals, roots: [] };
+  for (const root of roots) {
+    if (request.namespace !== undefined && !(await namespaceExists(rt.store, root, request.namespace))) {
+      throw new UnknownTriggerError(`${describeScope({ root })} has no namespace "${request.namespace}" (no ${request.namespace}/.namespace.json)`);
+    }
+    let summary = rootSummary(describeScope({ root }), `invoke-${request.action}`);
+    const run = await repairResumable(rt.store, root, {
+      mode: request.action,
+      namespace: request.namespace,
+      remainingMs: () => context.getRemainingTimeInMillis(),
+      reserveMs: rt.config.repairReserveMs,
+      publish: { lock: lockOptions(rt.config.lockWaitMs) },
+    });
+    if (run.status === 'incomplete') {
+      (report as { complete: boolean }).complete = false;
+      count(Metric.RepairsIncomplete, request.action === 'repair' ? 1 : 0);
+      if (request.action === 'repair' && rt.queue) await rt.queue.sendContinuation({ root, namespace: request.namespace });
+      report.roots.push({ root: describeScope({ root }), status: 'incomplete', objectsListed: run.objectsListed, listingMs: run.listingMs, scopes: [] });
+      logRoot({ ...summary, outcome: 'incomplete' });
+      continue;
+    }
+    summary = addHeal(summary, run.report, request.action);
+    const scopes = run.report.scopes.map((s): ScopeDrift => {
+      totals.missing += s.drift.missing;
+      totals.stale += s.drift.stale;
+      totals.resized += s.drift.resized;
+      return {
+        scope: s.scope,
+        namespace: s.namespace,
+        indexState: s.indexState,
+        layout: s.layout,
+        objects: s.objects,
+        drift: s.drift,
+        sample: {
+          missing: s.driftKeys.missing.slice(0, SAMPLE_KEYS),
+          stale: s.driftKeys.stale.slice(0, SAMPLE_KEYS),
+          resized: s.driftKeys.resized.slice(0, SAMPLE_KEYS).map((r) => r.key),
+        },
+        entries: s.entries,
+        published: s.published,
+      };
+    });
+    report.roots.push({ root: describeScope({ root }), status: 'complete', objectsListed: run.report.objectsSeen, listingMs: run.report.listingMs, scopes });
+    logRoot(summary);
+  }
+  return report;
+}

@@ -1,0 +1,97 @@
+/** The handler's own queue messages: delayed re-checks of a delta, and continuations of an unfinished repair. */
+import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { IndexScope } from '../lib';
+
+/** Re-check these keys of a scope: HEAD each and make the index say what S3 says. */
+export interface RecheckRequest {
+  readonly prefix: string;
+  readonly namespace?: string;
+  /** Scope-relative keys. */
+  readonly keys: string[];
+  /** 1 for the first re-check of a delta; a re-check that had to restore something sends the next round. */
+  readonly round: number;
+}
+
+/** Continue the saved full repair of a root (or of one namespace). */
+export interface ContinueRepairRequest {
+  readonly prefix: string;
+  readonly namespace?: string;
+}
+
+/** A message body the handler sent itself, or undefined when the body is not one. */
+export type OwnMessage = { readonly kind: 'recheck'; readonly request: RecheckRequest } | { readonly kind: 'continue-repair'; readonly request: ContinueRepairRequest };
+
+/** Re-check rounds per delta: a push that keeps erasing the same keys is caught at most this many times, then the schedule repairs. */
+export const MAX_RECHECK_ROUNDS = 3;
+
+/** Keeps each message well under SQS's 256 KiB body limit. */
+const MAX_BODY_CHARS = 200_000;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function optionalName(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** Reads a parsed body as one of the handler's own messages. */
+export function ownMessageOf(json: unknown): OwnMessage | undefined {
+  if (!isRecord(json)) return undefined;
+  const recheck = json.recheck;
+  if (isRecord(recheck) && typeof recheck.prefix === 'string' && Array.isArray(recheck.keys)) {
+    const keys = recheck.keys.filter((k): k is string => typeof k === 'string' && k !== '');
+    const round = typeof recheck.round === 'number' && Number.isInteger(recheck.round) && recheck.round > 0 ? recheck.round : 1;
+    return { kind: 'recheck', request: { prefix: recheck.prefix, namespace: optionalName(recheck.namespace), keys, round } };
+  }
+  const cont = json.continueRepair;
+  if (isRecord(cont) && typeof cont.prefix === 'string') {
+    return { kind: 'continue-repair', request: { prefix: cont.prefix, namespace: optionalName(cont.namespace) } };
+  }
+  return undefined;
+}
+
+/** Splits keys into re-check messages that each fit in one SQS body. */
+export function recheckBodies(scope: IndexScope, keys: readonly string[], round: number): string[] {
+  const bodies: string[] = [];
+  let chunk: string[] = [];
+  let chars = 0;
+  const flush = (): void => {
+    if (!chunk.length) return;
+    const request: RecheckRequest = { prefix: scope.root.prefix, namespace: scope.namespace, keys: chunk, round };
+    bodies.push(JSON.stringify({ recheck: request }));
+    chunk = [];
+    chars = 0;
+  };
+  for (const key of [...keys].sort()) {
+    const size = JSON.stringify(key).length + 1;
+    if (chars + size > MAX_BODY_CHARS) flush();
+    chunk.push(key);
+    chars += size;
+  }
+  flush();
+  return bodies;
+}
+
+/** Sends the handler's own messages to `DATASTORE_QUEUE_URL`. */
+export class SelfQueue {
+  constructor(
+    private readonly sqs: SQSClient,
+    readonly url: string,
+  ) {}
+
+  /** Sends re-checks of `keys` after `delaySeconds`; returns the number of messages sent. */
+  async sendRecheck(scope: IndexScope, keys: readonly string[], round: number, delaySeconds: number): Promise<number> {
+    const bodies = recheckBodies(scope, keys, round);
+    for (const body of bodies) {
+      await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: body, DelaySeconds: delaySeconds }));
+    }
+    return bodies.length;
+  }
+
+  /** Asks a fresh invocation to continue the saved repair of a root or namespace. */
+  async sendContinuation(scope: IndexScope): Promise<void> {
+    const request: ContinueRepairRequest = { prefix: scope.root.prefix, namespace: scope.namespace };
+    await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify({ continueRepair: request }) }));
+  }
+}

@@ -1,0 +1,195 @@
+/** Structured logs and embedded-format metrics (Powertools), with the names the README documents. */
+import { Logger } from '@aws-lambda-powertools/logger';
+import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
+import type { DeltaReport, HealReport, LockOptions, S3Store } from '../lib';
+
+/** Service name in logs and metrics, unless POWERTOOLS_SERVICE_NAME says otherwise. */
+export const SERVICE_NAME = 'datastore-indexer';
+/** CloudWatch namespace of the metrics, unless POWERTOOLS_METRICS_NAMESPACE says otherwise. */
+export const DEFAULT_METRICS_NAMESPACE = 'DatastoreIndexer';
+
+export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME || SERVICE_NAME });
+
+export const metrics = new Metrics({
+  namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE,
+  serviceName: process.env.POWERTOOLS_SERVICE_NAME || SERVICE_NAME,
+});
+
+/** The metrics the handler emits (all counts). */
+export const Metric = {
+  /** Object changes folded into an index (after duplicates were dropped). */
+  EventsApplied: 'EventsApplied',
+  /** Changes ignored: internal keys, other buckets, outside every root, test events. */
+  EventsSkipped: 'EventsSkipped',
+  EntriesAdded: 'EntriesAdded',
+  EntriesRemoved: 'EntriesRemoved',
+  EntriesResized: 'EntriesResized',
+  /** Index writes (a lost conditional write is not one). */
+  IndexWrites: 'IndexWrites',
+  /** Entries of an index after the handler touched it, one value per index. */
+  IndexEntries: 'IndexEntries',
+  /** Drifting keys a full check or repair found (missing + stale + resized). */
+  DriftFound: 'DriftFound',
+  /** Drifting keys a repair published a fix for. */
+  DriftRepaired: 'DriftRepaired',
+  /** Conditional index writes that lost a race (412). */
+  PublishConflicts: 'PublishConflicts',
+  /** Times the datastore lock was found held and waited for. */
+  LockWaits: 'LockWaits',
+  /** Roots whose batch items went back to the queue. */
+  RootsFailed: 'RootsFailed',
+  /** Delayed re-checks sent, and keys a re-check had to restore. */
+  RechecksSent: 'RechecksSent',
+  RecheckRestored: 'RecheckRestored',
+  /** Full repairs that ran out of time and saved their progress. */
+  RepairsIncomplete: 'RepairsIncomplete',
+} as const;
+
+export type MetricName = (typeof Metric)[keyof typeof Metric];
+
+/** Adds a count, skipping zeros so quiet invocations stay small. */
+export function count(name: MetricName, value: number): void {
+  if (value > 0) metrics.addMetric(name, MetricUnit.Count, value);
+}
+
+/** Lock options that wait up to `waitMs` and count every wait (also when the wait ends in `LockBusyError`). */
+export function lockOptions(waitMs: number): LockOptions {
+  return { waitMs, onWait: () => count(Metric.LockWaits, 1) };
+}
+
+/** Publishes what was counted during the invocation, if anything. */
+export function flushMetrics(): void {
+  if (metrics.hasStoredMetrics()) metrics.publishStoredMetrics();
+}
+
+/** Counts of one root in one invocation: what the per-root log line says. */
+export interface RootSummary {
+  readonly root: string;
+  readonly trigger: string;
+  readonly outcome: 'ok' | 'failed' | 'incomplete';
+  readonly eventsApplied: number;
+  readonly added: number;
+  readonly removed: number;
+  readonly resized: number;
+  /** Entries of the root's own index (namespaces are listed in `scopes`). */
+  readonly indexEntries: number;
+  readonly listingMs: number;
+  readonly publishMs: number;
+  readonly writes: number;
+  readonly conflicts: number;
+  readonly lockWaits: number;
+  readonly scopes: readonly Record<string, unknown>[];
+  readonly error?: string;
+}
+
+/** An empty summary to fold reports into. */
+export function rootSummary(root: string, trigger: string): RootSummary {
+  return {
+    root,
+    trigger,
+    outcome: 'ok',
+    eventsApplied: 0,
+    added: 0,
+    removed: 0,
+    resized: 0,
+    indexEntries: 0,
+    listingMs: 0,
+    publishMs: 0,
+    writes: 0,
+    conflicts: 0,
+    lockWaits: 0,
+    scopes: [],
+  };
+}
+
+/** Folds a delta report into a root's summary and counts its metrics. */
+export function addDelta(summary: RootSummary, report: DeltaReport): RootSummary {
+  count(Metric.EventsApplied, report.changes);
+  count(Metric.EntriesAdded, report.added);
+  count(Metric.EntriesRemoved, report.removed);
+  count(Metric.EntriesResized, report.resized);
+  count(Metric.IndexWrites, report.writes);
+  count(Metric.PublishConflicts, report.conflicts);
+  if (report.status === 'applied') metrics.addMetric(Metric.IndexEntries, MetricUnit.Count, report.entries);
+  return {
+    ...summary,
+    eventsApplied: summary.eventsApplied + report.changes,
+    added: summary.added + report.added,
+    removed: summary.removed + report.removed,
+    resized: summary.resized + report.resized,
+    indexEntries: report.namespace ? summary.indexEntries : report.entries,
+    publishMs: summary.publishMs + report.publishMs,
+    writes: summary.writes + report.writes,
+    conflicts: summary.conflicts + report.conflicts,
+    lockWaits: summary.lockWaits + report.lockWaits,
+    scopes: [
+      ...summary.scopes,
+      {
+        scope: report.scope,
+        kind: 'delta',
+        status: report.status,
+        layout: report.layout,
+        changes: report.changes,
+        added: report.added,
+        removed: report.removed,
+        resized: report.resized,
+        unshardable: report.unshardable,
+        entries: report.entries,
+        writes: report.writes,
+      },
+    ],
+  };
+}
+
+/** Folds a heal (full check or repair) into a root's summary and counts its metrics. */
+export function addHeal(summary: RootSummary, report: HealReport, mode: 'check' | 'repair'): RootSummary {
+  let next = { ...summary, listingMs: summary.listingMs + report.listingMs };
+  for (const scope of report.scopes) {
+    const drift = scope.drift.missing + scope.drift.stale + scope.drift.resized;
+    count(Metric.DriftFound, drift);
+    if (scope.published) count(Metric.DriftRepaired, drift);
+    count(Metric.IndexWrites, scope.published ? 1 : 0);
+    count(Metric.PublishConflicts, scope.conflicts);
+    metrics.addMetric(Metric.IndexEntries, MetricUnit.Count, scope.entries);
+    const applied = mode === 'repair' && scope.published;
+    next = {
+      ...next,
+      added: next.added + (applied ? scope.drift.missing : 0),
+      removed: next.removed + (applied ? scope.drift.stale : 0),
+      resized: next.resized + (applied ? scope.drift.resized : 0),
+      indexEntries: scope.namespace ? next.indexEntries : scope.entries,
+      publishMs: next.publishMs + scope.publishMs,
+      writes: next.writes + (scope.published ? 1 : 0),
+      conflicts: next.conflicts + scope.conflicts,
+      lockWaits: next.lockWaits + scope.lockWaits,
+      scopes: [
+        ...next.scopes,
+        {
+          scope: scope.scope,
+          kind: mode,
+          indexState: scope.indexState,
+          layout: scope.layout,
+          objects: scope.objects,
+          drift: scope.drift,
+          entries: scope.entries,
+          published: scope.published,
+        },
+      ],
+    };
+  }
+  return next;
+}
+
+/** Writes the one log line of a root for this invocation. */
+export function logRoot(summary: RootSummary): void {
+  if (summary.outcome === 'failed') count(Metric.RootsFailed, 1);
+  const message = summary.outcome === 'failed' ? 'root failed; its batch items go back to the queue' : 'root done';
+  (summary.outcome === 'failed' ? logger.warn : logger.info).call(logger, message, { ...summary });
+}
+
+/** S3 requests made since `before` (a copy of `store.requests`), by operation. */
+export function requestsSince(store: S3Store, before: Readonly<Record<string, number>>): Record<string, number> {
+  const since: Record<string, number> = {};
+  for (const [op, n] of Object.entries(store.requests)) if (n - (before[op] ?? 0) > 0) since[op] = n - (before[op] ?? 0);
+  return since;
+}

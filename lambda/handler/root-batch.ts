@@ -1,0 +1,164 @@
+/**
+ * One root's share of an SQS batch: its events folded per scope (the root's own index and each namespace),
+ * each scope's delta applied in one write, a full heal where there is no index, re-checks sent for later.
+ */
+import {
+  type DatastoreRoot,
+  type IndexScope,
+  type ObjectChange,
+  NamespaceResolver,
+  applyDelta,
+  describeScope,
+  isInternalKey,
+  latestChanges,
+  loadRepairProgress,
+  namespaceOfMarker,
+  observeKeys,
+  repairResumable,
+  scopeBase,
+  topFolder,
+} from '../lib';
+import { type ContinueRepairRequest, MAX_RECHECK_ROUNDS, type RecheckRequest } from './messages';
+import { Metric, type RootSummary, addDelta, addHeal, count, lockOptions, logger } from './observability';
+import type { Runtime } from './runtime';
+
+/** A change placed in a root: `rel` is its key relative to the root. */
+export interface PlacedChange {
+  readonly change: ObjectChange;
+  readonly rel: string;
+}
+
+/** What a batch holds for one root. */
+export interface RootWork {
+  readonly root: DatastoreRoot;
+  /** Changes to keys that are not internal at the root level. */
+  readonly changes: PlacedChange[];
+  /** Changes to namespace markers (`<ns>/.namespace.json`): internal, but they say which folders are namespaces. */
+  readonly markers: PlacedChange[];
+  readonly rechecks: RecheckRequest[];
+  readonly continuations: ContinueRepairRequest[];
+}
+
+/** An empty work list for a root. */
+export function rootWork(root: DatastoreRoot): RootWork {
+  return { root, changes: [], markers: [], rechecks: [], continuations: [] };
+}
+
+/** The summary of a root, updated as the work goes so a failure still logs what was done. */
+export interface RootProgress {
+  summary: RootSummary;
+  /** Changes left out because they are internal inside their namespace (e.g. `<ns>/.datastore-index.json`). */
+  internal: number;
+}
+
+interface ScopeWork {
+  readonly scope: IndexScope;
+  readonly events: ObjectChange[];
+  readonly recheckKeys: Set<string>;
+  recheckRound: number;
+}
+
+/** Splits a root's changes by scope; namespaces are asked of S3 once per top-level folder. */
+async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Promise<ScopeWork[]> {
+  const { root } = work;
+  const namespaces = new NamespaceResolver(rt.store, root);
+  for (const [rel, marker] of latestChanges(work.markers.map((m) => m.change))) {
+    const ns = namespaceOfMarker(rel.slice(scopeBase({ root }).length));
+    if (ns !== undefined && marker.kind === 'created') namespaces.note(ns, true);
+  }
+  const tops = new Set(work.changes.map((c) => topFolder(c.rel)).filter((t): t is string => t !== undefined));
+  await Promise.all([...tops].map((top) => namespaces.isNamespace(top)));
+
+  const scopes = new Map<string, ScopeWork>();
+  const scopeFor = (namespace: string | undefined): ScopeWork => {
+    const id = namespace ?? '';
+    let entry = scopes.get(id);
+    if (!entry) scopes.set(id, (entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 }));
+    return entry;
+  };
+  for (const { change, rel } of work.changes) {
+    const placed = await namespaces.scopeOf(rel);
+    if (isInternalKey(placed.rel)) {
+      progress.internal++;
+      continue;
+    }
+    scopeFor(placed.namespace).events.push(change);
+  }
+  for (const recheck of work.rechecks) {
+    const entry = scopeFor(recheck.namespace);
+    for (const key of recheck.keys) if (!isInternalKey(key)) entry.recheckKeys.add(key);
+    entry.recheckRound = Math.max(entry.recheckRound, recheck.round);
+  }
+  // The root's own index first, then namespaces by name.
+  return [...scopes.entries()].sort(([a], [b]) => (a === b ? 0 : a < b ? -1 : 1)).map(([, entry]) => entry);
+}
+
+/** Heals a scope from a listing (resumable); an unfinished listing is continued by a fresh invocation. */
+async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () => number, progress: RootProgress): Promise<void> {
+  const run = await repairResumable(rt.store, scope.root, {
+    mode: 'repair',
+    namespace: scope.namespace,
+    remainingMs,
+    reserveMs: rt.config.repairReserveMs,
+    publish: { lock: lockOptions(rt.config.lockWaitMs) },
+  });
+  if (run.status === 'complete') {
+    progress.summary = addHeal(progress.summary, run.report, 'repair');
+    return;
+  }
+  progress.summary = { ...progress.summary, outcome: 'incomplete' };
+  count(Metric.RepairsIncomplete, 1);
+  if (rt.queue) await rt.queue.sendContinuation(scope);
+  else logger.warn('repair ran out of time; the next schedule continues it', { scope: describeScope(scope), lastKey: run.lastKey });
+}
+
+/**
+ * Applies a root's work. Throws when any scope could not be settled (a busy lock, a failed write): the
+ * caller then returns every message of the root to the queue, and a replay is harmless.
+ */
+export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () => number, progress: RootProgress): Promise<void> {
+  const { store, config, queue } = rt;
+  for (const entry of await scopesOf(rt, work, progress)) {
+    const { scope } = entry;
+    const base = scopeBase(scope);
+    const changes = latestChanges(entry.events, (c) => c.key.slice(base.length));
+    const eventKeys = [...changes.keys()];
+    if (entry.recheckKeys.size) {
+      // What S3 says now is later than any event in the batch.
+      for (const [key, observed] of await observeKeys(store, scope, entry.recheckKeys)) changes.set(key, observed);
+    }
+    if (changes.size === 0) continue;
+    const report = await applyDelta(store, scope, changes, {
+      lock: lockOptions(config.lockWaitMs),
+      // With re-checks on, the delayed re-check is what converges; without them, re-read right after the write.
+      convergeRounds: queue ? 0 : 2,
+    });
+    progress.summary = addDelta(progress.summary, report);
+    if (report.status === 'no-index') {
+      await healFromListing(rt, scope, remainingMs, progress);
+      continue;
+    }
+    if (entry.recheckKeys.size && report.published && eventKeys.length === 0) {
+      count(Metric.RecheckRestored, report.added + report.removed + report.resized);
+      logger.info('re-check restored what a push erased', { scope: report.scope, round: entry.recheckRound, added: report.added, removed: report.removed, resized: report.resized });
+    }
+    if (!queue) continue;
+    let sent = 0;
+    try {
+      if (eventKeys.length) sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds);
+      if (entry.recheckKeys.size && report.published && entry.recheckRound < MAX_RECHECK_ROUNDS) {
+        sent += await queue.sendRecheck(scope, [...entry.recheckKeys], entry.recheckRound + 1, config.recheckDelaySeconds);
+      }
+    } catch (err) {
+      // The delta stands; only its convergence check is lost, and the schedule still repairs.
+      logger.warn('could not send a re-check', { scope: report.scope, error: (err as Error).message });
+    }
+    count(Metric.RechecksSent, sent);
+  }
+  for (const request of work.continuations) {
+    const scope: IndexScope = request.namespace ? { root: work.root, namespace: request.namespace } : { root: work.root };
+    // At least once: a duplicate continuation of a repair that has finished must not start a new one.
+    if (!(await loadRepairProgress(store, scopeBase(scope)))) continue;
+    await healFromListing(rt, scope, remainingMs, progress);
+  }
+}

@@ -1,0 +1,37 @@
+/** What a cold start builds once: the checked configuration, the S3 seam and the queue for the handler's own messages. */
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { S3Store } from '../lib';
+import { type HandlerConfig, parseConfig } from './config';
+import { SelfQueue } from './messages';
+import { logger } from './observability';
+
+/** The handler's long-lived state. */
+export interface Runtime {
+  readonly config: HandlerConfig;
+  readonly store: S3Store;
+  /** Undefined without DATASTORE_QUEUE_URL: no delayed re-checks, no repair continuations. */
+  readonly queue?: SelfQueue;
+}
+
+/**
+ * Reads the environment and connects; bad configuration is logged as one line naming the variable
+ * and fails the cold start, so the function never runs half-configured.
+ */
+export function coldStart(env: NodeJS.ProcessEnv = process.env): Runtime {
+  let config: HandlerConfig;
+  try {
+    config = parseConfig(env);
+  } catch (err) {
+    logger.error(`Bad configuration: ${(err as Error).message}`);
+    throw err;
+  }
+  const store = S3Store.connect(config.s3, config.bucket);
+  let queue: SelfQueue | undefined;
+  if (config.queueUrl) {
+    const endpoint = env.AWS_ENDPOINT_URL_SQS?.trim() || undefined;
+    queue = new SelfQueue(new SQSClient({ region: config.s3.region, endpoint }), config.queueUrl);
+  } else {
+    logger.warn('DATASTORE_QUEUE_URL is not set: delayed re-checks and repair continuations are off');
+  }
+  return { config, store, queue };
+}

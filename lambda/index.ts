@@ -1,0 +1,1 @@
+export { route as handler } from './handler/router';
