@@ -33,14 +33,18 @@ import {
   type IndexEntry,
   type IndexScope,
   type S3Settings,
+  type ShardMeta,
   S3Store,
   INDEX_KEY,
+  SHARD_DIR,
+  SHARD_META_KEY,
   createS3Client,
   mapLimit,
   parseIndex,
+  partitionOf,
   scopeBase,
 } from '../../lambda/lib';
-import { indexJson, namespaceMarker } from './factories';
+import { indexJson, namespaceMarker, shardJson } from './factories';
 
 // ---------------------------------------------------------------------------------------------
 // Endpoint, clients, buckets
@@ -220,7 +224,12 @@ export interface KeySize {
 export function summarize(index: DatastoreIndex | ReadonlyMap<string, { key: string; size: number }> | undefined): KeySize[] {
   if (!index) return [];
   const entries = index instanceof Map ? index : (index as DatastoreIndex).entries;
-  return [...entries.values()].map((e) => ({ key: e.key, size: e.size })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return sortByKey([...entries.values()].map((e) => ({ key: e.key, size: e.size })));
+}
+
+/** Sorts rows by `key` (code-unit order, as S3 lists). */
+export function sortByKey<T extends { readonly key: string }>(rows: T[]): T[] {
+  return rows.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,6 +257,8 @@ export interface SeededDatastore {
   readonly root: DatastoreRoot;
   /** Data objects by scope ('' is the root's own index, other names are namespaces): relative key → body. */
   readonly objects: ReadonlyMap<string, ReadonlyMap<string, Buffer>>;
+  /** What each index should hold, by scope ('' is the root's own index): `{key, size}` sorted by key. */
+  readonly expected: ReadonlyMap<string, KeySize[]>;
   /** Full keys of the internal objects seeded (never indexed). */
   readonly internalKeys: readonly string[];
   /** The scope of the root's own index, or of a namespace. */
@@ -331,19 +342,59 @@ export async function seedDatastore(store: S3Store, options: SeedOptions = {}): 
   for (const key of internalKeys) writes[key] ??= `internal ${key}`;
   await putObjects(store, writes);
 
+  const expected = new Map<string, KeySize[]>();
+  for (const [ns, scoped] of objects) expected.set(ns, sortByKey([...scoped].map(([key, body]) => ({ key, size: body.length }))));
+
   return {
     store,
     root,
     objects,
+    expected,
     internalKeys,
     scope,
     indexKey: (namespace) => fullKey(INDEX_KEY, namespace),
     fullKey,
-    expectedEntries: (namespace) =>
-      [...(objects.get(namespace ?? '') ?? new Map<string, Buffer>())]
-        .map(([key, body]) => ({ key, size: body.length }))
-        .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0)),
+    expectedEntries: (namespace) => [...(expected.get(namespace ?? '') ?? [])],
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shard-first layout
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Writes a shard-first layout under `base` (empty or ending in `/`) as a migrated client would: one
+ * `_index/<partition>.json` per partition of `entries` (keys without a partition are skipped), and
+ * `_index/_meta.json` when `meta` is given (leave it out to test a root whose manifest is missing).
+ */
+export async function putShardLayout(store: S3Store, base: string, entries: Iterable<IndexEntry>, meta?: ShardMeta): Promise<void> {
+  const grouped = new Map<string, IndexEntry[]>();
+  for (const entry of entries) {
+    const partition = partitionOf(entry.key);
+    if (partition !== undefined) grouped.set(partition, [...(grouped.get(partition) ?? []), entry]);
+  }
+  const writes: Record<string, string> = {};
+  for (const [partition, list] of grouped) writes[`${base}${SHARD_DIR}${partition}.json`] = shardJson(list);
+  if (meta) writes[`${base}${SHARD_META_KEY}`] = JSON.stringify(meta);
+  await putObjects(store, writes);
+}
+
+/** `{key, size}` of each listed shard under `base`, by partition (an absent shard gives `[]`). */
+export async function readShardSummaries(store: S3Store, base: string, partitions: Iterable<string>): Promise<Map<string, KeySize[]>> {
+  const shards = new Map<string, KeySize[]>();
+  for (const partition of partitions) shards.set(partition, summarize(await readIndex(store, `${base}${SHARD_DIR}${partition}.json`)));
+  return shards;
+}
+
+/** Groups `{key, size}` rows by shard partition as a correct shard-first index would hold them; unshardable keys are left out. */
+export function groupSummaries(rows: Iterable<KeySize>): Map<string, KeySize[]> {
+  const grouped = new Map<string, KeySize[]>();
+  for (const row of rows) {
+    const partition = partitionOf(row.key);
+    if (partition !== undefined) grouped.set(partition, [...(grouped.get(partition) ?? []), row]);
+  }
+  for (const [p, list] of grouped) grouped.set(p, sortByKey(list));
+  return grouped;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
 /** Shard-first roots (`_index/_meta.json` version 2 + shards), against moto: the heal keeps that layout true. */
-import { type IndexEntry, type ShardMeta, healRoot, partitionOf } from '../../lambda/lib';
-import { indexEntry, shardJson, shardMeta } from '../helpers/factories';
+import { type ShardMeta, healRoot, partitionOf } from '../../lambda/lib';
+import { indexEntry, shardMeta } from '../helpers/factories';
 import {
   connectStore,
+  groupSummaries,
   listKeys,
   listObjects,
   putObject,
-  putObjects,
+  putShardLayout,
   readIndex,
+  readShardSummaries,
   readJson,
   readObject,
   seedDatastore,
@@ -32,23 +34,6 @@ const PARTITIONS = [
   'workflow-runs--wf-2',
 ];
 
-/** What each shard should hold: the seeded objects grouped by partition, unshardable keys left out. */
-function expectedShards(expected: KeySize[]): Map<string, KeySize[]> {
-  const shards = new Map<string, KeySize[]>();
-  for (const entry of expected) {
-    const partition = partitionOf(entry.key);
-    if (partition === undefined) continue;
-    shards.set(partition, [...(shards.get(partition) ?? []), entry]);
-  }
-  return shards;
-}
-
-async function readShards(store: S3Store, base: string, partitions: readonly string[]): Promise<Map<string, KeySize[]>> {
-  const shards = new Map<string, KeySize[]>();
-  for (const p of partitions) shards.set(p, summarize(await readIndex(store, `${base}_index/${p}.json`)));
-  return shards;
-}
-
 /** A root of swamp-like data plus one unshardable key, written by a shard-first client. */
 async function shardRoot(prefix: string): Promise<{ store: S3Store; seeded: SeededDatastore; base: string; expected: KeySize[] }> {
   const store = await testStore();
@@ -56,16 +41,6 @@ async function shardRoot(prefix: string): Promise<{ store: S3Store; seeded: Seed
   objects['misc/x/y'] = 'no partition for me';
   const seeded = await seedDatastore(store, { prefix, objects });
   return { store, seeded, base: `${prefix}/`, expected: seeded.expectedEntries() };
-}
-
-/** Writes shards from `entries` grouped by partition, and a manifest listing `partitions`. */
-async function writeShardLayout(store: S3Store, base: string, entries: IndexEntry[], meta: ShardMeta | undefined): Promise<void> {
-  const grouped = new Map<string, IndexEntry[]>();
-  for (const e of entries) grouped.set(partitionOf(e.key)!, [...(grouped.get(partitionOf(e.key)!) ?? []), e]);
-  const writes: Record<string, string> = {};
-  for (const [p, list] of grouped) writes[`${base}_index/${p}.json`] = shardJson(list);
-  if (meta) writes[`${base}_index/_meta.json`] = JSON.stringify(meta);
-  await putObjects(store, writes);
 }
 
 describe('healRoot on a shard-first root', () => {
@@ -81,7 +56,7 @@ describe('healRoot on a shard-first root', () => {
       );
     entries.push(indexEntry('files/gone.txt', { size: 3, lastModified: OLD }));
     const partitions = PARTITIONS.filter((p) => p !== 'logs');
-    await writeShardLayout(store, base, entries, shardMeta(partitions, 7, { writer: 'swamp 2026.06' }));
+    await putShardLayout(store, base, entries, shardMeta(partitions, 7, { writer: 'swamp 2026.06' }));
     // the monolith a shard-first client no longer maintains: stale, and not ours to touch
     const monolithEtag = await putObject(store, `${base}.datastore-index.json`, JSON.stringify({ version: 1, entries: {} }));
     return { store, seeded, base, expected, entries, sizeOf, monolithEtag };
@@ -111,7 +86,7 @@ describe('healRoot on a shard-first root', () => {
     expect(report.scopes[0]).toMatchObject({ layout: 'shards', published: true, unshardable: 1 });
     const meta = await readJson<ShardMeta>(store, `${base}_index/_meta.json`);
     expect(meta).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 8, writer: 'swamp 2026.06' });
-    expect(await readShards(store, base, PARTITIONS)).toEqual(expectedShards(expected));
+    expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
     // client fields of untouched entries survive in their shards
     const data = await readIndex(store, `${base}_index/data--aws--ec2.json`);
     expect([...data!.entries.values()]).toEqual(entries.filter((e) => partitionOf(e.key) === 'data--aws--ec2'));
@@ -133,13 +108,13 @@ describe('healRoot on a shard-first root', () => {
 
   it('reads shards without a manifest as clients do (from the _index/ listing) and writes the manifest', async () => {
     const { store, seeded, base, expected } = await shardRoot('nometa');
-    await writeShardLayout(store, base, [indexEntry('logs/run-3.log', { size: expected.find((e) => e.key === 'logs/run-3.log')!.size })], undefined);
+    await putShardLayout(store, base, [indexEntry('logs/run-3.log', { size: expected.find((e) => e.key === 'logs/run-3.log')!.size })], undefined);
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
     expect(report.scopes[0]).toMatchObject({ layout: 'shards', published: true });
     expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 1 });
-    expect(await readShards(store, base, PARTITIONS)).toEqual(expectedShards(expected));
+    expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
     expect(await readObject(store, `${base}.datastore-index.json`)).toBeUndefined();
   });
 
@@ -149,7 +124,7 @@ describe('healRoot on a shard-first root', () => {
   ])('replaces an unreadable shard %s in the manifest, keeping a copy, without losing races to itself', async (_where, partitions) => {
     const { store, seeded, base, expected } = await shardRoot(`bad${partitions[0].replace('_', '')}`);
     const good = expected.filter((e) => ['_root', 'audit', 'files'].includes(partitionOf(e.key) ?? '')).map((e) => indexEntry(e.key, { size: e.size }));
-    await writeShardLayout(store, base, good, shardMeta(partitions, 3));
+    await putShardLayout(store, base, good, shardMeta(partitions, 3));
     await putObject(store, `${base}_index/logs.json`, '{"version":1,"entries":');
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
@@ -160,7 +135,7 @@ describe('healRoot on a shard-first root', () => {
     expect(copies).toHaveLength(1);
     expect(copies[0]).toMatch(/-_index~logs\.json$/);
     expect((await readObject(store, copies[0]))!.toString()).toBe('{"version":1,"entries":');
-    expect(await readShards(store, base, PARTITIONS)).toEqual(expectedShards(expected));
+    expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
     expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 4 });
   });
 });
