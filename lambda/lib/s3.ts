@@ -217,7 +217,7 @@ export class S3Store {
             const response = result.response as { statusCode?: number; body?: unknown };
             if (response.statusCode !== undefined && response.statusCode >= 200 && response.statusCode < 300) {
               const bytes = await collectBody(response.body);
-              fast = parseListObjectsV2(bytes.toString('utf8'));
+              fast = parseListObjectsV2(bytes);
               // Parsed: the SDK gets an empty result to read. Not recognised: it gets the bytes back.
               response.body = fast ? EMPTY_LIST_RESULT : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
             }
@@ -234,7 +234,7 @@ export class S3Store {
         throw translateError(err, 'ListBucket', this.bucket, options.prefix);
       }
       if (fast) {
-        yield { objects: fast.objects, prefixes: fast.prefixes };
+        yield { objects: fast.objects, prefixes: fast.prefixes, truncated: fast.isTruncated };
         token = fast.isTruncated ? fast.nextContinuationToken : undefined;
         continue;
       }
