@@ -23,7 +23,7 @@ export interface PublishOptions {
   readonly lock?: LockOptions;
   /** Conditional write attempts before giving up. @default 6 */
   readonly maxAttempts?: number;
-  /** Re-checks after a write, re-applying what a racing writer erased. @default 2 */
+  /** Re-checks after a write, re-applying what a racing writer erased; 0 stops at the write. @default 2 */
   readonly convergeRounds?: number;
   /** Shard partitions a listing saw, so a shard-first root without `_meta.json` is still read as shards. */
   readonly shardPartitions?: readonly string[];
@@ -134,7 +134,8 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         await sleep(jitter(attempt));
       }
     });
-    if (!written) break;
+    // With no re-check rounds left (or none asked for, e.g. when a delayed re-check follows), stop at the write.
+    if (!written || round >= rounds) break;
     // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
     live = await readLiveIndex(store, scope, options.shardPartitions);
     next = await plan(live);
