@@ -32,6 +32,8 @@ import { testEndpoint, testStore } from './s3';
 // ---------------------------------------------------------------------------------------------
 
 const PROJECT_ROOT = join(__dirname, '..', '..');
+// The SDK warns on every load of the bundle under node 20; the Lambda runtime is newer.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 /** The artifact the CDK stack deploys. */
 export const BUNDLE = join(PROJECT_ROOT, 'dist', 'lambda', 'index.js');
 
