@@ -1,5 +1,8 @@
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { DatastoreIndexerPropError } from '../../infra/errors';
 import { readStackConfigs, stackNameFor } from '../../infra/private/app-context';
+import { addIndexerStacks } from '../../infra/private/app-stacks';
 import { EventDelivery } from '../../infra/props';
 
 /** A context lookup over a plain object, as `app.node.tryGetContext` would answer. */
@@ -72,5 +75,27 @@ describe('app context', () => {
 
   test('stack names keep only letters, digits and hyphens', () => {
     expect(stackNameFor('logs.example.com')).toBe('DatastoreIndexer-logs-example-com');
+  });
+
+  test('the app makes one stack per bucket of a buckets list, each wired to its bucket', () => {
+    // GIVEN: context as `-c buckets=…` gives it; bundling skipped, the bundle is under test in synth.test.ts
+    const app = new App({
+      context: {
+        buckets: '[{"bucketName":"team-a-bucket","prefixes":["swamp"]},{"bucketName":"team-b-bucket"}]',
+        'aws:cdk:bundling-stacks': [],
+      },
+    });
+    // WHEN
+    const stacks = addIndexerStacks(app);
+    // THEN
+    expect(stacks.map((s) => s.stackName)).toEqual(['DatastoreIndexer-team-a-bucket', 'DatastoreIndexer-team-b-bucket']);
+    const env = stacks.map((s) => {
+      const fns = Object.values(Template.fromStack(s).findResources('AWS::Lambda::Function'));
+      return fns.map((f) => f.Properties.Environment?.Variables).find(Boolean);
+    });
+    expect(env).toEqual([
+      expect.objectContaining({ DATASTORE_BUCKET: 'team-a-bucket', DATASTORE_PREFIXES: 'swamp' }),
+      expect.objectContaining({ DATASTORE_BUCKET: 'team-b-bucket', DATASTORE_PREFIXES: '' }),
+    ]);
   });
 });
