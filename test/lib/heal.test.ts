@@ -72,9 +72,21 @@ describe('healRoot on an unindexed root', () => {
     expect(await readObject(store, 'ns1/.datastore-index.json')).toBeUndefined();
   });
 
-  it('indexes keys with spaces, +, %, unicode and .. inside names exactly as listed', async () => {
+  it('indexes keys with spaces, +, %, XML specials, unicode and .. inside names exactly as listed', async () => {
     const store = await testStore();
-    const keys = ['data/a b/c d/e f.txt', 'files/a+b.txt', 'files/100%.txt', 'files/%2F.txt', 'logs/ünï©ødé 日本.log', 'data/a..b/c..d/e/f', 'sp  two.md'];
+    const keys = [
+      'data/a b/c d/e f.txt',
+      'files/a+b.txt',
+      'files/100%.txt',
+      'files/%2F.txt',
+      'logs/ünï©ødé 日本.log',
+      'data/a..b/c..d/e/f',
+      'sp  two.md',
+      `files/a&b <c> "d" 'e' ]]>.txt`,
+      'files/&amp; &#38; literally.txt',
+      'files/tab\there.txt',
+      'files/emoji 😀.txt',
+    ];
     const seeded = await seedDatastore(store, { prefix: 'p q+r', objects: Object.fromEntries(keys.map((k) => [k, `body of ${k}`])) });
 
     await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
