@@ -15,6 +15,7 @@ import { join, relative, sep } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { type DatastoreRoot, INDEX_KEY, type IndexScope, S3Store, mapLimit, readLiveIndex, scopeBase } from '../lambda/lib';
 import { type MotoServer, startMoto } from '../test/helpers/moto';
+import { lambdaStep } from './demo-lambda';
 
 const ROOT = join(__dirname, '..');
 const CLI = join(ROOT, 'dist', 'cli', 'cli.js');
@@ -218,7 +219,7 @@ const check: Step = {
 };
 
 /** The demo, in order; a later part appends its steps here. */
-const STEPS: Step[] = [build, startS3, seed, hydrate, verify, check];
+const STEPS: Step[] = [build, startS3, seed, hydrate, verify, check, lambdaStep];
 
 // ---------------------------------------------------------------------------------------------
 
