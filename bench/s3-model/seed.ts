@@ -8,7 +8,10 @@ import type { Bucket } from './store';
 import { StoredObject, compareKeys } from './store';
 import { syntheticEtag } from './synthetic';
 
-/** `swamp`: datastore-shaped keys (see CONTRACT.md); `flat`: `obj/<n>` keys, for plain paging benches. */
+/**
+ * `swamp`: datastore-shaped keys (see CONTRACT.md); `flat`: `obj/<12 hex digits>`
+ * keys spread evenly, so the 16 prefixes `obj/0` ... `obj/f` split them evenly.
+ */
 export type SeedLayout = 'swamp' | 'flat';
 
 export interface SeedOptions {
@@ -155,7 +158,7 @@ function allocate(groups: Group[], total: number): void {
 /** The groups of a layout, quotas set, in the order their keys must be emitted. */
 function layoutGroups(layout: SeedLayout, random: () => number, count: number): Group[] {
   if (layout === 'flat') {
-    // Fixed-width ids from a random start keep the flat layout sorted too.
+    // `obj/<12 hex digits>`: ids spread evenly, so `obj/0` ... `obj/f` split it in 16.
     return [
       { folder: 'obj', head: 'obj/', stem: 'obj/', suffixes: [''], medianSize: 1024, contentType: 'application/octet-stream', weight: 1, quota: count },
     ];
@@ -201,13 +204,14 @@ export function seedBucket(bucket: Bucket, options: SeedOptions): SeedResult {
       emit(stem, group);
       continue;
     }
-    // Ids rise by random gaps below 2^44, so 12 hex digits always suffice.
-    const gap = Math.floor(2 ** 44 / (group.quota + 1));
+    // One id per stratum of [0, 2^48): rising, spread over the whole range
+    // (so the leading hex digit splits a group evenly), 12 hex digits wide.
+    const stratum = 2 ** 48 / group.quota;
     const end = made + group.quota;
-    let id = Math.floor(random() * gap);
-    while (made < end) {
-      id += 1 + Math.floor(random() * gap);
-      const entity = stem + id.toString(16).padStart(12, '0');
+    for (let k = 0; made < end; k++) {
+      // Two draws: one has only 32 bits, too few to fill 48.
+      const offset = random() + random() / 4294967296;
+      const entity = stem + Math.floor((k + offset) * stratum).toString(16).padStart(12, '0');
       const versions = 1 + Math.floor(random() * group.suffixes.length);
       for (let v = 0; v < versions && made < end; v++) emit(entity + group.suffixes[v], group);
     }
