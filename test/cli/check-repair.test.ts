@@ -1,6 +1,6 @@
 /** `datastore-indexer check` and `repair`, run as a user runs them against a bucket on the test S3. */
 import { readIndex, putIndex, putObject, seedDatastore, snapshotBucket, summarize, testStore } from '../helpers/s3';
-import { indexEntry } from '../helpers/factories';
+import { indexEntry, lockBody } from '../helpers/factories';
 import { datastoreConfig, ensureBuiltCli, runCli } from './helpers';
 
 beforeAll(ensureBuiltCli, 120_000);
@@ -155,6 +155,27 @@ describe('datastore-indexer check and repair', () => {
     expect(report).toMatchObject({ command: 'repair', published: true, indexes: [{ before: 'unreadable', published: true, added: 5 }] });
     expect(report.indexes[0].keptCopy).toMatch(/^swamp\/_control\/unreadable\//);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+  });
+
+  test('--lock-wait bounds the wait for a busy datastore lock: one note, then one error line, exit 1, nothing published', async () => {
+    // GIVEN an unindexed root whose lock a live swamp client holds
+    const store = await testStore({ bucketPrefix: 'cli-lock' });
+    const seeded = await seedDatastore(store, { prefix: 'swamp', objects: 3 });
+    await putObject(store, 'swamp/.datastore.lock', JSON.stringify(lockBody({ ttlMs: 60_000 })));
+
+    // WHEN repairing with a 1 s bound
+    const started = Date.now();
+    const run = await runCli(['repair', '--config', datastoreConfig(store.bucket, 'swamp'), '--lock-wait', '1']);
+
+    // THEN it gives up after about a second, saying who holds the lock
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(/^datastore-indexer: waiting for the datastore lock of s3:\/\/\S+\/swamp, held by swamp-cli on laptop\.local pid 4242/),
+      expect.stringMatching(/^datastore-indexer: The datastore lock swamp\/\.datastore\.lock is held by swamp-cli .* and was still held after 1 s\. Another writer is busy/),
+    ]);
+    expect(await readIndex(store, seeded.indexKey())).toBeUndefined();
   });
 
   test('separate flags override --config keys', async () => {

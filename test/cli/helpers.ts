@@ -2,6 +2,9 @@
  * Running the built command as a user does: `node dist/cli/cli.js …` in a child process against the
  * test S3 endpoint, and reading what it left in a cache folder.
  *
+ * The working tree is shared and `npm run bundle` may rewrite dist/cli/cli.js at any moment, so each
+ * test file runs its own copy of the bundle, taken once it is known to be whole.
+ *
  * @example
  * beforeAll(ensureBuiltCli);
  * const run = await runCli(['check', '--config', datastoreConfig(bucket, 'swamp')]);
@@ -9,7 +12,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { testEndpoint } from '../helpers/s3';
@@ -42,7 +45,10 @@ const sleepSync = (ms: number): void => void Atomics.wait(new Int32Array(new Sha
  * jest workers from building at once.
  */
 export function ensureBuiltCli(): void {
-  if (isFresh()) return;
+  if (isFresh()) {
+    snapshot = snapshotBundle();
+    return;
+  }
   const lock = join(ROOT, 'dist', '.cli-build.lock');
   mkdirSync(dirname(lock), { recursive: true });
   const deadline = Date.now() + 120_000;
@@ -59,9 +65,25 @@ export function ensureBuiltCli(): void {
   }
   try {
     if (!isFresh()) execFileSync(process.execPath, [join(ROOT, 'bin', 'bundle.mjs')], { cwd: ROOT, stdio: 'pipe' });
+    snapshot = snapshotBundle();
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
+}
+
+let snapshot: string | undefined;
+
+/** Copies the bundle to a temporary file, retrying when it changed during the copy (someone else bundled). */
+function snapshotBundle(): string {
+  const target = join(tempDir(), 'cli.js');
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const before = statSync(CLI);
+    copyFileSync(CLI, target);
+    const after = statSync(CLI);
+    if (before.mtimeMs === after.mtimeMs && before.size === after.size && statSync(target).size === after.size && after.size > 0) return target;
+    sleepSync(250);
+  }
+  throw new Error(`${CLI} kept changing while it was copied`);
 }
 
 /** What a run of the command left: its exit code and output. */
@@ -74,7 +96,8 @@ export interface CliRun {
 
 /** Starts the command; the caller may kill it. stdout and stderr are pipes (not a TTY, so no progress bar). */
 export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<CliRun> } {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  if (!snapshot) throw new Error('call ensureBuiltCli() in beforeAll first');
+  const child = spawn(process.execPath, [snapshot, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
