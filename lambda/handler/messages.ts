@@ -12,10 +12,12 @@ export interface RecheckRequest {
   readonly round: number;
 }
 
-/** Continue the saved full repair of a root (or of one namespace). */
+/** Continue the saved full repair of a root (or of one namespace); with `start`, begin one if none is saved. */
 export interface ContinueRepairRequest {
   readonly prefix: string;
   readonly namespace?: string;
+  /** Set for a root the schedule had no time left to begin. */
+  readonly start?: boolean;
 }
 
 /** A message body the handler sent itself, or undefined when the body is not one. */
@@ -46,7 +48,7 @@ export function ownMessageOf(json: unknown): OwnMessage | undefined {
   }
   const cont = json.continueRepair;
   if (isRecord(cont) && typeof cont.prefix === 'string') {
-    return { kind: 'continue-repair', request: { prefix: cont.prefix, namespace: optionalName(cont.namespace) } };
+    return { kind: 'continue-repair', request: { prefix: cont.prefix, namespace: optionalName(cont.namespace), start: cont.start === true || undefined } };
   }
   return undefined;
 }
@@ -89,9 +91,9 @@ export class SelfQueue {
     return bodies.length;
   }
 
-  /** Asks a fresh invocation to continue the saved repair of a root or namespace. */
-  async sendContinuation(scope: IndexScope): Promise<void> {
-    const request: ContinueRepairRequest = { prefix: scope.root.prefix, namespace: scope.namespace };
+  /** Asks a fresh invocation to continue the saved repair of a root or namespace (or, with `start`, to begin one). */
+  async sendContinuation(scope: IndexScope, start = false): Promise<void> {
+    const request: ContinueRepairRequest = { prefix: scope.root.prefix, namespace: scope.namespace, start: start || undefined };
     await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify({ continueRepair: request }) }));
   }
 }

@@ -158,7 +158,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
   for (const request of work.continuations) {
     const scope: IndexScope = request.namespace ? { root: work.root, namespace: request.namespace } : { root: work.root };
     // At least once: a duplicate continuation of a repair that has finished must not start a new one.
-    if (!(await loadRepairProgress(store, scopeBase(scope)))) continue;
+    if (!request.start && !(await loadRepairProgress(store, scopeBase(scope)))) continue;
     await healFromListing(rt, scope, remainingMs, progress);
   }
 }

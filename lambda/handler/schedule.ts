@@ -29,7 +29,9 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
     try {
       if (results.length > 0 && remainingMs() < rt.config.repairReserveMs) {
         results.push({ root: name, status: 'deferred' });
-        if (rt.queue) await rt.queue.sendContinuation({ root });
+        summary = { ...summary, outcome: 'incomplete' };
+        if (rt.queue) await rt.queue.sendContinuation({ root }, true);
+        logRoot(summary);
         continue;
       }
       const run = await repairResumable(rt.store, root, {

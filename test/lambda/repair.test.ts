@@ -102,6 +102,27 @@ describe('the schedule', () => {
     expect(proxy.byOperation().PutObject ?? 0).toBe(0);
     expect(proxy.byOperation().DeleteObject ?? 0).toBe(0);
   });
+
+  test('roots it has no time left for are deferred to continuation messages, which repair them', async () => {
+    const store = await testStore({ bucketPrefix: 'deferred' });
+    const a = await seedDatastore(store, { prefix: 'a', objects: 3 });
+    const b = await seedDatastore(store, { prefix: 'b', objects: 4 });
+    const { QueueUrl: queueUrl } = await testSqs().send(new CreateQueueCommand({ QueueName: `q-${store.bucket}` }));
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'a,b', s3: proxy.endpoint, queueUrl }));
+
+    // 30 s left, under the 60 s reserve: the first root still runs, the second waits for a fresh invocation.
+    const run = await invoke<{ roots: { status: string }[] }>(lambda, scheduledEvent(), lambdaContext(30_000));
+    expect(run.result.roots.map((r) => r.status)).toEqual(['complete', 'deferred']);
+    expect(await indexOf(store, { root: a.root })).toEqual(a.expectedEntries());
+    expect(await indexOf(store, { root: b.root })).toEqual([]);
+
+    const { ReceiveMessageCommand } = await import('@aws-sdk/client-sqs');
+    const received = await testSqs().send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }));
+    expect((received.Messages ?? []).map((m) => JSON.parse(m.Body!))).toEqual([{ continueRepair: { prefix: 'b', start: true } }]);
+    const continued = await invoke<BatchResponse>(lambda, sqsEventFrom(received.Messages!));
+    expect(continued.result.batchItemFailures).toEqual([]);
+    expect(await indexOf(store, { root: b.root })).toEqual(b.expectedEntries());
+  });
 });
 
 describe('direct invokes', () => {
