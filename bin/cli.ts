@@ -73,6 +73,12 @@ function warn(message: string): void {
   progress.note(`${NAME}: ${message}`);
 }
 
+/** Warns each line, up to 20; the rest are counted (and listed in full by --json). */
+function warnSome(lines: readonly string[], max = 20): void {
+  lines.slice(0, max).forEach(warn);
+  if (lines.length > max) warn(`… and ${lines.length - max} more like it (--json lists them all)`);
+}
+
 function printJson(value: object): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
@@ -129,10 +135,9 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       onProgress: (done, total) => progress.update(done, total),
     });
     progress.stop();
-    for (const key of result.hydrate.refused) {
-      warn(`warning: refused key ${JSON.stringify(key)}: it would be written outside the cache folder`);
-    }
-    for (const { key, error } of result.hydrate.failed) warn(`failed to pull ${JSON.stringify(key)}: ${error}`);
+    const { refused, failed } = result.hydrate;
+    warnSome(refused.map((key) => `warning: refused key ${JSON.stringify(key)}: it would be written outside the cache folder`));
+    warnSome(failed.map(({ key, error }) => `failed to pull ${JSON.stringify(key)}: ${error}`));
     if (flags.json) printJson(hydrateJson(result, cacheDir, Date.now() - started));
     else say(hydrateLine(result));
     return result.hydrate.failed.length > 0 ? 1 : 0;
