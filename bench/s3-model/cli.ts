@@ -44,17 +44,21 @@ async function main(): Promise<void> {
   });
   const bucket = values.bucket ?? 'bench';
   const count = intOption(values.seed, 'seed', 0);
+  const cpu0 = process.cpuUsage();
   const seeded = model.seed(bucket, {
     count,
     prefix: values.prefix,
     layout: layout as SeedLayout,
     seed: intOption(values['random-seed'], 'random-seed', 1),
   });
+  const cpu = process.cpuUsage(cpu0);
   process.stdout.write(`${model.endpoint}\n`);
+  const memory = process.memoryUsage();
   process.stderr.write(
-    `s3-model: bucket ${bucket} holds ${seeded.count} seeded objects (${seeded.totalBytes} bytes, ` +
-      `${seeded.elapsedMs.toFixed(0)} ms); latency ${model.latencyMs} ms; ` +
-      `heap ${(process.memoryUsage().heapUsed / 1048576).toFixed(0)} MiB\n`,
+    `s3-model: bucket ${bucket} holds ${seeded.count} seeded objects (${seeded.totalBytes} bytes), seeded in ` +
+      `${seeded.elapsedMs.toFixed(0)} ms (${((cpu.user + cpu.system) / 1000).toFixed(0)} ms CPU); ` +
+      `latency ${model.latencyMs} ms; heap ${(memory.heapUsed / 1048576).toFixed(0)} MiB, ` +
+      `rss ${(memory.rss / 1048576).toFixed(0)} MiB\n`,
   );
   const shutdown = (): void => {
     process.stderr.write(`s3-model: requests ${JSON.stringify(model.requestCounts())}\n`);

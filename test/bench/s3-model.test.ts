@@ -263,6 +263,39 @@ describe('objects answer like S3', () => {
     }
   });
 
+  it('conditional GET and HEAD: If-None-Match 304, If-Match 412, and the reverse', async () => {
+    const etag = (await mine.send(new HeadObjectCommand({ Bucket: bucket, Key: 'z' }))).ETag as string;
+    const notModified = await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfNoneMatch: etag })));
+    expect(notModified.error).toMatchObject({ $metadata: { httpStatusCode: 304 } });
+    await same((s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'z', IfNoneMatch: etag })));
+    await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfNoneMatch: '"other"' })));
+    const failed = await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfMatch: '"other"' })));
+    expect(failed.error).toMatchObject({ $metadata: { httpStatusCode: 412 } });
+    await same((s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'z', IfMatch: '"other"' })));
+    await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfMatch: etag })));
+    const later = new Date(Date.now() + 3600_000);
+    const earlier = new Date(Date.now() - 3600_000);
+    await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfModifiedSince: later })));
+    await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfModifiedSince: earlier })));
+    await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'z', IfUnmodifiedSince: earlier })));
+  });
+
+  it('PUT keeps Content-Type and user metadata', async () => {
+    await same((s3) =>
+      s3.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: 'typed.json',
+          Body: '{}',
+          ContentType: 'application/json',
+          Metadata: { 'my-field': 'Some Value' },
+        }),
+      ),
+    );
+    const head = await same((s3) => s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'typed.json' })));
+    expect(head.ok).toMatchObject({ ContentType: 'application/json', Metadata: { 'my-field': 'Some Value' } });
+  });
+
   it('PUT with If-None-Match: * creates once, then 412', async () => {
     const put = (s3: S3Client) =>
       s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'lock', Body: '{"n":1}', IfNoneMatch: '*' }));
