@@ -1,3 +1,4 @@
+import { Annotations } from 'aws-cdk-lib';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { SqsQueue } from 'aws-cdk-lib/aws-events-targets';
 import { Bucket, EventType, type IBucket, type NotificationKeyFilter } from 'aws-cdk-lib/aws-s3';
@@ -36,7 +37,15 @@ export class EventBridgeDelivery extends Construct {
 
   constructor(scope: Construct, id: string, bucket: IBucket, queue: IQueue, prefixes: readonly string[]) {
     super(scope, id);
-    if (bucket instanceof Bucket) bucket.enableEventBridgeNotification();
+    if (bucket instanceof Bucket) {
+      bucket.enableEventBridgeNotification();
+    } else {
+      // Nothing here can tell whether it is on; without it the queue stays silent.
+      Annotations.of(this).addWarningV2(
+        'datastore-indexer:eventBridgeOnImportedBucket',
+        `Object events arrive only if bucket ${bucket.bucketName} sends events to EventBridge: turn it on in the S3 console (Properties, Amazon EventBridge) if it is off.`,
+      );
+    }
     this.rule = new Rule(this, 'Rule', {
       description: 'Datastore indexer: object events of the shared bucket to the indexer queue',
       eventPattern: {

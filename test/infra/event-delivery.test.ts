@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { RemovalPolicy, type Stack } from 'aws-cdk-lib';
-import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, type Template } from 'aws-cdk-lib/assertions';
 import { Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
 import { EventDelivery } from '../../infra/props';
 import { indexerStack, logicalIdOf } from './helpers';
@@ -96,9 +96,15 @@ describe('EventBridge delivery', () => {
     });
   });
 
-  test('an imported bucket is not touched: no notification resource at all', () => {
-    const { template } = indexerStack({ prefixes: ['swamp'], eventDelivery: EventDelivery.EVENTBRIDGE });
+  test('an imported bucket is not touched (no notification resource), with a warning to turn EventBridge on', () => {
+    const { stack, template } = indexerStack({ prefixes: ['swamp'], eventDelivery: EventDelivery.EVENTBRIDGE });
     template.resourceCountIs('Custom::S3BucketNotifications', 0);
+    Annotations.fromStack(stack).hasWarning('/Test/Indexer/ObjectEvents', Match.stringLikeRegexp('bucket shared-bucket sends events to EventBridge'));
+  });
+
+  test('a bucket the app creates raises no such warning', () => {
+    const { stack } = indexerStack({ eventDelivery: EventDelivery.EVENTBRIDGE }, newBucket);
+    Annotations.fromStack(stack).hasNoWarning('*', Match.stringLikeRegexp('EventBridge'));
   });
 
   test('a bucket the app creates gets EventBridge turned on', () => {

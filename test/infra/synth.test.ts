@@ -136,5 +136,5 @@ describe('the app', () => {
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
