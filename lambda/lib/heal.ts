@@ -98,6 +98,8 @@ export async function healScope(
   // The drift of the index as first read: what the heal found, whatever re-checks saw after the write.
   let found: Drift | undefined;
   let unshardable = 0;
+  // Keys some earlier read of the index held during this heal.
+  const indexedBefore = new Set<string>();
 
   /** The drift of `live` against the listing, stale entries confirmed gone, unshardable keys set aside. */
   const measure = async (live: LiveIndex): Promise<Drift> => {
@@ -108,14 +110,19 @@ export async function healScope(
       const t = Date.parse(entries.get(key)?.lastModified ?? '');
       return !(t < listingStartedAt - skew);
     });
+    // ...and a listed key whose entry a client removed since an earlier read may be a delete that followed the listing.
+    const unindexed = raw.missing.filter((key) => indexedBefore.has(key));
+    for (const key of entries.keys()) indexedBefore.add(key);
     const stillThere = new Set<string>();
-    await mapLimit(doubtful, concurrency, async (key) => {
+    await mapLimit([...doubtful, ...unindexed], concurrency, async (key) => {
       if (await store.head(scopeKey(scope, key))) stillThere.add(key);
     });
-    let missing = raw.missing;
+    const gone = new Set(unindexed.filter((k) => !stillThere.has(k)));
+    let missing = gone.size ? raw.missing.filter((k) => !gone.has(k)) : raw.missing;
     if (live.layout === 'shards') {
-      missing = raw.missing.filter((k) => partitionOf(k) !== undefined);
-      unshardable = raw.missing.length - missing.length;
+      const shardable = missing.filter((k) => partitionOf(k) !== undefined);
+      unshardable = missing.length - shardable.length;
+      missing = shardable;
     }
     return { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized: raw.resized };
   };
