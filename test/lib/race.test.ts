@@ -1,5 +1,5 @@
 /** Concurrent writers on one root, against moto: healers racing each other, clients pushing, writers ignoring the lock. */
-import { DatastoreLock, type IndexEntry, healRoot } from '../../lambda/lib';
+import { DatastoreLock, type IndexEntry, healRoot, withLock } from '../../lambda/lib';
 import { indexEntry } from '../helpers/factories';
 import {
   connectStore,
@@ -120,6 +120,41 @@ describe('concurrent repairs of one root', () => {
     expect(events).toContain('erased');
     expect(report.scopes[0].published).toBe(true);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+  });
+
+  it('does not re-add an object a client deleted (and unindexed) after the listing passed it', async () => {
+    // GIVEN an indexed root, plus one new object so the heal has something to publish
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'del', objects: 6 });
+    await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+    await putObject(store, 'del/logs/new.log', 'new');
+    const victim = seeded.expectedEntries()[2].key;
+    const client = connectStore(store.bucket);
+    let deleted = false;
+    // WHEN, after the healer listed (and first read the index) but before it takes the lock, a client deletes an object
+    const healer = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (key !== 'del/.datastore.lock' || deleted) return;
+        deleted = true;
+        await withLock(client, 'del/.datastore.lock', { holder: 'swamp-cli' }, async () => {
+          await deleteObject(client, `del/${victim}`);
+          const current = (await readIndex(client, seeded.indexKey()))!;
+          await putIndex(client, seeded.indexKey(), [...current.entries.values()].filter((e) => e.key !== victim));
+        });
+      },
+    });
+
+    const report = await healRoot(healer, seeded.root, { mode: 'repair' });
+
+    // THEN the index has the new object and not the deleted one: a stale entry would fail every client's pull
+    expect(deleted).toBe(true);
+    expect(report.scopes[0].published).toBe(true);
+    const index = (await readIndex(store, seeded.indexKey()))!;
+    expect(index.entries.has('logs/new.log')).toBe(true);
+    expect(index.entries.has(victim)).toBe(false);
+    expect(summarize(index)).toEqual(
+      [...seeded.expectedEntries().filter((e) => e.key !== victim), { key: 'logs/new.log', size: 3 }].sort((a, b) => (a.key < b.key ? -1 : 1)),
+    );
   });
 
   it('treats an index deleted between its read and its If-Match write as a lost race, not a failure', async () => {
