@@ -53,7 +53,7 @@ export class DatastoreIndexer extends Construct {
   readonly function: NodejsFunction;
   /** The queue of object events (and of the function's own delayed re-checks). */
   readonly queue: Queue;
-  /** Where events go after {@link MAX_RECEIVE_COUNT} failed receives. */
+  /** Where an event goes after 5 failed receives. */
   readonly deadLetterQueue: Queue;
   /** The rule that runs the drift repair. */
   readonly scheduleRule: Rule;

@@ -61,18 +61,3 @@ export function kmsAccessStatement(keyArn: string): PolicyStatement {
     conditions: { StringEquals: { 'kms:ViaService': `s3.${Aws.REGION}.amazonaws.com` } },
   });
 }
-
-/** Escapes a literal for use inside a RegExp source. */
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-}
-
-/**
- * A cdk-nag `appliesTo` regex that matches exactly the wildcard object ARNs of
- * {@link s3AccessStatements} for these prefixes (the bucket ARN part is any single ARN without '/').
- */
-export function s3WildcardFindingPattern(prefixes: readonly string[]): string {
-  const roots = keyRoots(prefixes).map(escapeRegExp);
-  const suffixes = ['\\*', '\\*\\/\\.datastore\\.lock', '_control\\/\\*', '\\*\\/_control\\/\\*'];
-  return `/^Resource::[^/]+\\/(${roots.join('|')})(${suffixes.join('|')})$/`;
-}
