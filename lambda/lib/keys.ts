@@ -16,8 +16,10 @@ export const NAMESPACE_MARKER = '.namespace.json';
 const INTERNAL_EXACT = new Set([INDEX_KEY, '.push-queue.json', LOCK_KEY, '.datastore-sync-state.json']);
 const INTERNAL_LAST_SEGMENT = new Set(['.lock', NAMESPACE_MARKER, '_catalog.db']);
 
-/** True when a relative key is internal to swamp and never indexed. */
+/** True when a relative key is never indexed: internal to swamp, or a folder marker (`x/`, or the root itself). */
 export function isInternalKey(rel: string): boolean {
+  // Consoles create zero-byte "folders"; a client cannot store a file named `data/`, so they are not data.
+  if (rel === '' || rel.endsWith('/')) return true;
   if (INTERNAL_EXACT.has(rel)) return true;
   if (rel === '_index' || rel === '_control' || rel.startsWith(SHARD_DIR) || rel.startsWith(CONTROL_DIR)) return true;
   const last = rel.slice(rel.lastIndexOf('/') + 1);

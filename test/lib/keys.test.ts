@@ -41,6 +41,10 @@ describe('isInternalKey', () => {
     (key) => expect(isInternalKey(key)).toBe(false),
   );
 
+  it.each(['', 'data/', 'data/aws/', 'a b/'])('treats the folder marker %j as never indexed', (key) =>
+    expect(isInternalKey(key)).toBe(true),
+  );
+
   it.each(['data/aws/ec2/i-0abc/1/raw', 'notes.md', 'misc/anything', 'a b/c+d/100%', 'ünï/日本.txt'])('indexes the data key %s', (key) =>
     expect(isInternalKey(key)).toBe(false),
   );
