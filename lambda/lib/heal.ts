@@ -1,8 +1,8 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
-import type { DatastoreIndex, ListedObject } from './index-file';
+import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { partitionOf } from './keys';
-import { type Layout, type LiveIndex, readLiveIndex } from './live-index';
+import { type Layout, type LiveIndex, baseIndexOf, readLiveIndex } from './live-index';
 import { type Lister, type ScopedListing, listScopes, sequentialLister } from './list';
 import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
 import { type DatastoreRoot, type IndexScope, describeScope, rootBase } from './root';
@@ -103,7 +103,7 @@ export async function healScope(
 
   /** The drift of `live` against the listing, stale entries confirmed gone, unshardable keys set aside. */
   const measure = async (live: LiveIndex): Promise<Drift> => {
-    const entries = live.state === 'valid' ? live.index.entries : new Map();
+    const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const raw = diffIndex(entries, listing);
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
     const doubtful = raw.stale.filter((key) => {
@@ -131,7 +131,7 @@ export async function healScope(
     const drift = await measure(live);
     found ??= drift;
     if (live.state === 'valid' && isClean(drift)) return undefined;
-    return healIndex(live.state === 'valid' ? live.index : undefined, drift, listing);
+    return healIndex(baseIndexOf(live), drift, listing);
   };
 
   const name = describeScope(scope);

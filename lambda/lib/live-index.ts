@@ -1,6 +1,7 @@
 /** Reading and writing the live index of a scope, in whichever layout the root uses (monolith or shards). */
 import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serializeIndex } from './index-file';
 import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, partitionOf } from './keys';
+import { listShardPartitions } from './list';
 import { type IndexScope, scopeBase } from './root';
 import type { S3Store, WriteCondition } from './s3';
 
@@ -23,23 +24,39 @@ export interface ShardState {
   readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
 }
 
-/** The live index of a scope: absent, unreadable (with its bytes, to keep a copy), or valid. */
+/** One object of an index that could not be parsed, with its bytes so a copy can be kept. */
+export interface UnreadablePart {
+  readonly key: string;
+  readonly reason: string;
+  readonly bytes: Buffer;
+  readonly etag: string;
+}
+
+/**
+ * The live index of a scope: absent, unreadable, or valid. Unreadable names its first bad object
+ * (`key`, `bytes`, `etag`, `reason`) and lists every bad one in `parts`; `salvaged` holds the entries
+ * of the shards that did parse, so their client fields survive the rebuild.
+ */
 export type LiveIndex =
   | { readonly state: 'absent'; readonly layout: Layout; readonly shards?: ShardState }
-  | {
+  | ({
       readonly state: 'unreadable';
       readonly layout: Layout;
-      readonly reason: string;
-      readonly key: string;
-      readonly bytes: Buffer;
-      readonly etag: string;
+      readonly parts: readonly UnreadablePart[];
+      readonly salvaged?: DatastoreIndex;
       readonly shards?: ShardState;
-    }
+    } & UnreadablePart)
   | { readonly state: 'valid'; readonly layout: Layout; readonly index: DatastoreIndex; readonly etag?: string; readonly shards?: ShardState };
 
 /** Full key of a scope's monolithic index. */
 export function indexKeyOf(scope: IndexScope): string {
   return scopeBase(scope) + INDEX_KEY;
+}
+
+/** The index a heal builds on: the valid one, or what could be salvaged from an unreadable one. */
+export function baseIndexOf(live: LiveIndex): DatastoreIndex | undefined {
+  if (live.state === 'valid') return live.index;
+  return live.state === 'unreadable' ? live.salvaged : undefined;
 }
 
 function parseMeta(bytes: Buffer): ShardMeta | undefined {
@@ -63,6 +80,19 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, shardPart
   const base = scopeBase(scope);
   const metaObject = await store.get(base + SHARD_META_KEY);
   const meta = metaObject ? parseMeta(metaObject.body) : undefined;
+  if (metaObject && !meta) {
+    // A manifest that does not parse still marks a shard-first root if shards exist beside it.
+    const partitions = shardPartitions ?? (await listShardPartitions(store, base));
+    if (partitions.length > 0) {
+      const seq = /"commitSeq"\s*:\s*(\d+)/.exec(metaObject.body.toString('utf8'));
+      const rebuilt: ShardMeta = { version: 2, partitions: [...partitions].sort(), commitSeq: seq ? Number(seq[1]) : 0 };
+      const shards = await readShards(store, base, rebuilt, metaObject.etag);
+      const bad: UnreadablePart = { key: base + SHARD_META_KEY, reason: 'the shard manifest _meta.json is unreadable', bytes: metaObject.body, etag: metaObject.etag };
+      const parts = [bad, ...(shards.state === 'unreadable' ? shards.parts : [])];
+      const salvaged = shards.state === 'valid' ? shards.index : shards.state === 'unreadable' ? shards.salvaged : undefined;
+      return { state: 'unreadable', layout: 'shards', ...bad, parts, salvaged, shards: shards.shards };
+    }
+  }
   if (meta || (!metaObject && shardPartitions && shardPartitions.length > 0)) {
     return readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
   }
@@ -70,7 +100,10 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, shardPart
   const object = await store.get(key);
   if (!object) return { state: 'absent', layout: 'monolith' };
   const parsed = parseIndex(object.body);
-  if (!parsed.ok) return { state: 'unreadable', layout: 'monolith', reason: parsed.reason, key, bytes: object.body, etag: object.etag };
+  if (!parsed.ok) {
+    const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };
+    return { state: 'unreadable', layout: 'monolith', ...bad, parts: [bad] };
+  }
   return { state: 'valid', layout: 'monolith', index: parsed.index, etag: object.etag };
 }
 
@@ -82,20 +115,22 @@ async function readShards(store: S3Store, base: string, meta: ShardMeta, metaEta
   const shards: ShardState = { meta, metaEtag, shardEtags, byPartition };
   // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
   for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
+  const parts: UnreadablePart[] = [];
   for (const [partition, object] of objects) {
     const entries = new Map<string, IndexEntry>();
     byPartition.set(partition, entries);
     if (!object) continue;
     const parsed = parseIndex(object.body);
     if (!parsed.ok) {
-      const key = `${base}${SHARD_DIR}${partition}.json`;
-      return { state: 'unreadable', layout: 'shards', reason: `shard ${partition}: ${parsed.reason}`, key, bytes: object.body, etag: object.etag, shards };
+      parts.push({ key: `${base}${SHARD_DIR}${partition}.json`, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag });
+      continue;
     }
     for (const [k, entry] of parsed.index.entries) {
       entries.set(k, entry);
       index.entries.set(k, entry);
     }
   }
+  if (parts.length > 0) return { state: 'unreadable', layout: 'shards', ...parts[0], parts, salvaged: index, shards };
   return { state: 'valid', layout: 'shards', index, etag: metaEtag, shards };
 }
 
@@ -123,7 +158,9 @@ export async function writeIndex(
   const partitions = new Set([...shards.meta.partitions, ...grouped.keys()]);
   for (const partition of [...partitions].sort()) {
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
-    if (live.state === 'valid' && sameEntries(shards.byPartition.get(partition), entries)) continue;
+    const key = `${base}${SHARD_DIR}${partition}.json`;
+    const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
+    if (!unreadable && sameEntries(shards.byPartition.get(partition), entries)) continue;
     const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
     const etag = shards.shardEtags.get(partition);
     const result = await store.put(`${base}${SHARD_DIR}${partition}.json`, body, conditional ? conditionFor(etag) : undefined);

@@ -103,11 +103,13 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         next = await plan(live);
         if (!next) return;
         if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
-        if (live.state === 'unreadable' && !keptEtags.has(live.etag)) {
-          keptCopy = unreadableCopyKey(scope, live.key);
-          await store.put(keptCopy, live.bytes, undefined, 'application/octet-stream');
-          keptEtags.add(live.etag);
-          emit({ event: 'kept-unreadable-copy', copyKey: keptCopy, reason: live.reason });
+        for (const part of live.state === 'unreadable' ? live.parts : []) {
+          if (keptEtags.has(part.etag)) continue;
+          const copyKey = unreadableCopyKey(scope, part.key);
+          await store.put(copyKey, part.bytes, undefined, 'application/octet-stream');
+          keptEtags.add(part.etag);
+          keptCopy ??= copyKey;
+          emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
         }
         let status: 'written' | 'conflict';
         try {

@@ -5,10 +5,10 @@
  */
 import { mapLimit } from './concurrency';
 import { type HealOptions, type HealReport, healRoot } from './heal';
-import type { ListedObject } from './index-file';
+import type { IndexEntry, ListedObject } from './index-file';
 import { CONTROL_DIR } from './keys';
 import { type Lister, listScopes } from './list';
-import { readLiveIndex } from './live-index';
+import { baseIndexOf, readLiveIndex } from './live-index';
 import { type DatastoreRoot, type IndexScope, rootBase } from './root';
 import type { ListPage, S3Store } from './s3';
 
@@ -203,7 +203,7 @@ async function confirmEarlier(
     const scope: IndexScope = namespace ? { root, namespace } : ns ? { root, namespace: ns } : { root };
     const prefix = base + (namespace || !ns ? '' : `${ns}/`);
     const live = await readLiveIndex(store, scope, listing.shardPartitions.get(ns));
-    const entries = live.state === 'valid' ? live.index.entries : new Map();
+    const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const doubtful = [...objects.values()].filter((o) => earlierKeys.has(prefix + o.key) && entries.get(o.key)?.size !== o.size);
     await mapLimit(doubtful, concurrency, async (object: ListedObject) => {
       confirmed++;

@@ -138,4 +138,38 @@ describe('healRoot on a shard-first root', () => {
     expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
     expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 4 });
   });
+
+  it('keeps the client fields of the shards that parse when another shard is unreadable', async () => {
+    const { store, seeded, base, expected } = await shardRoot('badkeep');
+    const good = expected
+      .filter((e) => partitionOf(e.key) !== undefined && partitionOf(e.key) !== 'logs')
+      .map((e) => indexEntry(e.key, { size: e.size, sha256: `sha-${e.key}`, note: 'kept' }));
+    await putShardLayout(store, base, good, shardMeta(PARTITIONS, 2));
+    await putObject(store, `${base}_index/logs.json`, 'not json');
+
+    await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+
+    const audit = await readIndex(store, `${base}_index/audit.json`);
+    expect(audit!.entries.size).toBeGreaterThan(0);
+    for (const entry of audit!.entries.values()) expect(entry).toMatchObject({ sha256: `sha-${entry.key}`, note: 'kept' });
+    expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
+  });
+
+  it('reads an unparsable manifest beside shards as a shard-first root: keeps a copy, rewrites it past the old commitSeq', async () => {
+    const { store, seeded, base, expected } = await shardRoot('badmeta');
+    const entries = expected.filter((e) => partitionOf(e.key) !== undefined).map((e) => indexEntry(e.key, { size: e.size }));
+    await putShardLayout(store, base, entries, shardMeta(PARTITIONS, 9));
+    const corrupt = '{"version":2,"commitSeq":41,"partitions":[';
+    await putObject(store, `${base}_index/_meta.json`, corrupt);
+
+    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'shards', indexState: 'unreadable', published: true });
+    const copies = await listKeys(store, `${base}_control/unreadable/`);
+    expect(copies).toHaveLength(1);
+    expect((await readObject(store, copies[0]))!.toString()).toBe(corrupt);
+    expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 42 });
+    expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
+    expect(await readIndex(store, `${base}.datastore-index.json`)).toBeUndefined();
+  });
 });
