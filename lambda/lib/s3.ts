@@ -259,8 +259,7 @@ export class S3Store {
       const body = Buffer.from(await out.Body!.transformToByteArray());
       return { body, size: body.length, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) };
     } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw translateError(err, 'GetObject', this.bucket, key);
+      return this.absentOrThrow(err, 'GetObject', key);
     }
   }
 
@@ -273,8 +272,7 @@ export class S3Store {
         info: { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) },
       };
     } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw translateError(err, 'GetObject', this.bucket, key);
+      return this.absentOrThrow(err, 'GetObject', key);
     }
   }
 
@@ -284,8 +282,27 @@ export class S3Store {
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
       return { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) };
     } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw translateError(err, 'HeadObject', this.bucket, key);
+      return this.absentOrThrow(err, 'HeadObject', key);
+    }
+  }
+
+  /**
+   * Undefined when `err` says the key does not exist. S3 answers 403, not 404, for a missing key when
+   * ListBucket is granted only on prefixes (as the deployed policy does), so a 403 is settled with a
+   * one-key listing, which that policy allows.
+   */
+  private async absentOrThrow(err: unknown, operation: string, key: string): Promise<undefined> {
+    if (isNotFound(err)) return undefined;
+    if (statusOf(err) === 403 && codeOf(err) === 'AccessDenied' && (await this.isListedAbsent(key))) return undefined;
+    throw translateError(err, operation, this.bucket, key);
+  }
+
+  private async isListedAbsent(key: string): Promise<boolean> {
+    try {
+      for await (const page of this.listPages({ prefix: key, maxKeys: 1 })) return !page.objects.some((o) => o.key === key);
+      return true;
+    } catch {
+      return false;
     }
   }
 

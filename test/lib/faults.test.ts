@@ -83,7 +83,36 @@ describe('typed errors', () => {
 
     expect(error).toBeInstanceOf(AccessDeniedError);
     expect((error as Error).message).toContain(`Access denied: ${operation}`);
-    expect(store.requestTotal()).toBe(1);
+    // A denied read is settled by a one-key listing (denied too here); nothing is retried.
+    expect(store.requestTotal()).toBe(operation === 'GetObject' || operation === 'HeadObject' ? 2 : 1);
+  });
+
+  it('reads a 403 on a missing key as absent when a one-key listing shows no such key (ListBucket granted on prefixes only)', async () => {
+    const real = await testStore();
+    await putObject(real, 'p/present', 'here');
+    // Keys that do not exist, as S3 answers them under a prefix-conditioned ListBucket grant.
+    const missing = ['/p/.datastore-index.json', '/p/_index/_meta.json', '/p/gone'];
+    let indexWritten = false;
+    const missingDenied = (r: OutgoingRequest) => {
+      if (r.method === 'PUT' && r.path.endsWith('/p/.datastore-index.json')) indexWritten = true;
+      const absent = missing.some((m) => r.path.endsWith(m)) && !(indexWritten && r.path.endsWith('/p/.datastore-index.json'));
+      return (r.method === 'GET' || r.method === 'HEAD') && r.query['list-type'] === undefined && absent ? denied() : undefined;
+    };
+    const store = new S3Store(faultyClient(missingDenied), real.bucket);
+
+    expect(await store.get('p/.datastore-index.json')).toBeUndefined();
+    expect(await store.head('p/gone')).toBeUndefined();
+    expect((await store.get('p/present'))!.body.toString()).toBe('here');
+    const healed = await healRoot(store, { bucket: real.bucket, prefix: 'p' }, { mode: 'repair' });
+    expect(healed.scopes[0]).toMatchObject({ indexState: 'absent', published: true, entries: 1 });
+  });
+
+  it('still fails with AccessDeniedError when the denied key is listed (it exists, we may not read it)', async () => {
+    const real = await testStore();
+    await putObject(real, 'p/secret', 'x');
+    const store = new S3Store(faultyClient((r) => (r.method === 'GET' && r.query['list-type'] === undefined ? denied() : undefined)), real.bucket);
+
+    await expect(store.get('p/secret')).rejects.toBeInstanceOf(AccessDeniedError);
   });
 
   it('fails a heal with AccessDeniedError when the index may not be written, leaving the bucket as it was', async () => {
