@@ -3,7 +3,7 @@ import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClea
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { partitionOf } from './keys';
 import { type Layout, type LiveIndex, baseIndexOf, readLiveIndex } from './live-index';
-import { type Lister, type ScopedListing, listScopes, sequentialLister } from './list';
+import { type Lister, type ScopedListing, listScopes, parallelLister } from './list';
 import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
 import { type DatastoreRoot, type IndexScope, describeScope, rootBase } from './root';
 import type { S3Store } from './s3';
@@ -17,7 +17,7 @@ export interface HealOptions {
   readonly mode: HealMode;
   /** Heal only this namespace; by default the root's own index and every namespace in it. */
   readonly namespace?: string;
-  /** How the root is listed. @default one sequential ListObjectsV2 walk */
+  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time */
   readonly lister?: Lister;
   /** A listing made already (of the root, or of `namespace` when given), e.g. one resumed across invocations; `lister` is then unused. */
   readonly listing?: ScopedListing;
@@ -66,7 +66,7 @@ export interface HealReport {
 
 /** Heals (or checks) every index of a root from one listing. */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
-  const lister = options.lister ?? sequentialLister;
+  const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const listing = options.listing ?? (await listScopes(store, base, lister));
   const scopes: ScopeReport[] = [];

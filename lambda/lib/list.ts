@@ -10,6 +10,8 @@ export type Lister = (store: S3Store, prefix: string) => AsyncIterable<ListPage>
 /** One ListObjectsV2 walk, page after page. */
 export const sequentialLister: Lister = (store, prefix) => store.listPages({ prefix });
 
+export { type ParallelListOptions, compareKeys, parallelLister } from './parallel-list';
+
 /** A listing sorted by scope: '' is the root's own index, other names are namespaces. */
 export interface ScopedListing {
   /** Data objects by scope, keyed relative to the scope. */

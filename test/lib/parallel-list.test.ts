@@ -1,0 +1,290 @@
+/**
+ * parallelLister: the key space cut into slices listed at once must merge back into exactly what one
+ * sequential ListObjectsV2 walk returns, key for key and in the same order, whatever the layout.
+ * An in-memory store with S3's listing rules checks many layouts at scale; moto checks the real API.
+ */
+import {
+  type ListOptions,
+  type ListPage,
+  type S3Store,
+  compareKeys,
+  healRoot,
+  listScopes,
+  parallelLister,
+  sequentialLister,
+} from '../../lambda/lib';
+import { connectStore, putObjects, readIndex, summarize, testStore } from '../helpers/s3';
+
+// ---------------------------------------------------------------------------------------------
+// An in-memory store that lists as S3 does (code point order, Prefix, Delimiter, StartAfter, MaxKeys)
+// ---------------------------------------------------------------------------------------------
+
+interface MemoryStore {
+  readonly store: S3Store;
+  /** Requests made, delimiter listings (probes) counted apart. */
+  readonly counts: { lists: number; probes: number; keysReturned: number };
+}
+
+function memoryStore(keys: Iterable<string>, options: { failAfter?: number } = {}): MemoryStore {
+  const sorted = [...new Set(keys)].sort(compareKeys);
+  const counts = { lists: 0, probes: 0, keysReturned: 0 };
+  const firstAbove = (bound: string, inclusive: boolean): number => {
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = compareKeys(sorted[mid], bound);
+      if (c < 0 || (c === 0 && !inclusive)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+  async function* listPages({ prefix, delimiter, startAfter, maxKeys = 1000 }: ListOptions): AsyncGenerator<ListPage> {
+    let i = firstAbove(prefix, true);
+    if (startAfter !== undefined) i = Math.max(i, firstAbove(startAfter, false));
+    for (;;) {
+      if (delimiter) counts.probes++;
+      else counts.lists++;
+      if (options.failAfter !== undefined && counts.lists + counts.probes > options.failAfter) throw new Error('injected listing failure');
+      // Answers arrive in any order, as they do from a real endpoint.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+      const objects: ListPage['objects'] = [];
+      const prefixes: string[] = [];
+      while (i < sorted.length && sorted[i].startsWith(prefix) && objects.length + prefixes.length < maxKeys) {
+        const key = sorted[i];
+        const cut = delimiter ? key.indexOf(delimiter, prefix.length) : -1;
+        if (cut >= 0) {
+          const common = key.slice(0, cut + delimiter!.length);
+          prefixes.push(common);
+          while (i < sorted.length && sorted[i].startsWith(common)) i++;
+        } else {
+          objects.push({ key, size: key.length, lastModified: new Date(0), etag: 'e' });
+          i++;
+        }
+      }
+      counts.keysReturned += objects.length;
+      const truncated = i < sorted.length && sorted[i].startsWith(prefix);
+      yield { objects, prefixes, truncated };
+      if (!truncated) return;
+    }
+  }
+  return { store: { listPages, bucket: 'memory', requests: {} } as unknown as S3Store, counts };
+}
+
+async function keysOf(pages: AsyncIterable<ListPage>): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const page of pages) for (const object of page.objects) keys.push(object.key);
+  return keys;
+}
+
+/** A deterministic pseudo-random sequence, so a failing layout can be replayed. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const hex = (n: number, width = 8): string => Math.floor(n).toString(16).padStart(width, '0');
+
+/** Keys that sort right around folder boundaries: `a` before `a-b`, `a.b`, `a/`, then `a/…`, `a0`. */
+const BOUNDARY_KEYS = [
+  'a',
+  'a-b',
+  'a.b',
+  'a/',
+  'a/x',
+  'a/x/',
+  'a/x/1',
+  'a/x-1',
+  'a/x.1',
+  'a/x0',
+  'a0',
+  'a0/b',
+  'a//double',
+  'b/',
+  'b',
+  'b/c/d/e/f/g',
+  'c/\u00e9t\u00e9',
+  'c/\uff5e-fullwidth',
+  'c/\ud83d\ude00-emoji',
+  'c/\ue000-private',
+  'c/~tilde',
+  'c/ space',
+  'z',
+];
+
+const layouts: Record<string, () => string[]> = {
+  empty: () => [],
+  'one key': () => ['only/one'],
+  'boundary keys': () => BOUNDARY_KEYS.map((k) => `root/${k}`),
+  'one huge folder beside tiny ones': () => {
+    const r = random(1);
+    const keys: string[] = [];
+    for (let i = 0; i < 3000; i++) keys.push(`root/data/aws/ec2/ec2-${hex(r() * 2 ** 32)}/${1 + (i % 3)}/raw`);
+    for (const tiny of ['audit', 'files', 'logs', 'telemetry', 'zz']) keys.push(`root/${tiny}/one.json`);
+    return keys;
+  },
+  'many tiny folders': () => Array.from({ length: 1200 }, (_, i) => `root/f${hex(i * 7919, 6)}/x`),
+  'a flat folder of counters': () => Array.from({ length: 2500 }, (_, i) => `root/obj/${String(i).padStart(9, '0')}`),
+  'a flat folder of hashes': () => {
+    const r = random(2);
+    return Array.from({ length: 2500 }, () => `root/h/${hex(r() * 2 ** 32)}${hex(r() * 2 ** 32)}`);
+  },
+  'top-level objects between folders': () => {
+    const keys: string[] = [];
+    for (const top of ['a', 'c', 'e', 'g']) for (let i = 0; i < 300; i++) keys.push(`root/${top}/k${hex(i, 4)}`);
+    for (const loose of ['.datastore-index.json', '_catalog.db', 'b', 'b.json', 'd-x', 'f', 'g', 'h']) keys.push(`root/${loose}`);
+    return keys;
+  },
+  'a swamp-like datastore': () => {
+    const r = random(3);
+    const keys: string[] = ['root/_catalog.db', 'root/.datastore-sync-state.json'];
+    const types = ['aws/ec2', 'aws/s3', 'gcp/gke', 'k8s/pod', 'github/repo'];
+    for (let i = 0; i < 4000; i++) {
+      const pick = r();
+      if (pick < 0.7) keys.push(`root/data/${types[i % types.length]}/m-${hex(r() * 2 ** 32)}/${1 + (i % 2)}/raw`);
+      else if (pick < 0.85) keys.push(`root/workflow-runs/wf-${i % 12}/run-${hex(r() * 2 ** 32)}.json`);
+      else if (pick < 0.95) keys.push(`root/logs/wf-${i % 12}/run-${hex(r() * 2 ** 32)}.log`);
+      else keys.push(`root/audit/2026-05-${String(1 + (i % 28)).padStart(2, '0')}/${hex(r() * 2 ** 32)}.json`);
+    }
+    keys.push('root/ns1/.namespace.json', 'root/ns1/data/x/y/z/raw', 'root/zz-last');
+    return keys;
+  },
+};
+
+describe('compareKeys', () => {
+  it('orders keys by code point, as S3 orders their UTF-8 bytes', () => {
+    // U+E000 sorts below U+1F600 by code point, above its surrogates by UTF-16 code unit
+    expect(compareKeys('\ue000', '\ud83d\ude00')).toBeLessThan(0);
+    expect(compareKeys('a/', 'a-b')).toBeGreaterThan(0);
+    expect(compareKeys('a', 'a/')).toBeLessThan(0);
+    expect(compareKeys('same', 'same')).toBe(0);
+    const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
+    const sorted = [...BOUNDARY_KEYS].sort(compareKeys);
+    expect(sorted).toEqual([...BOUNDARY_KEYS].sort((a, b) => Buffer.compare(utf8(a), utf8(b))));
+  });
+});
+
+describe('parallelLister against an in-memory S3', () => {
+  for (const [name, layout] of Object.entries(layouts)) {
+    it(`lists exactly the sequential listing, in order: ${name}`, async () => {
+      // GIVEN a root laid out this way
+      const keys = layout();
+      const { store } = memoryStore(keys);
+      const expected = await keysOf(sequentialLister(store, 'root/'));
+
+      for (const [concurrency, pageSize] of [
+        [1, 1000],
+        [4, 7],
+        [16, 50],
+        [64, 13],
+      ] as const) {
+        // WHEN it is listed in slices
+        const listed = await keysOf(parallelLister({ concurrency, pageSize })(store, 'root/'));
+        // THEN every key comes back once, in S3's order
+        expect(listed).toEqual(expected);
+      }
+    });
+  }
+
+  it('lists a bucket without prefix, where keys sort below and above the folders', async () => {
+    const keys = [...layouts['boundary keys'](), ...BOUNDARY_KEYS, '!first', '\u{10ffff}last'];
+    const { store } = memoryStore(keys);
+    expect(await keysOf(parallelLister({ concurrency: 8, pageSize: 3 })(store, ''))).toEqual(await keysOf(sequentialLister(store, '')));
+  });
+
+  it('keeps every key of a skewed root within a small overhead of requests', async () => {
+    // GIVEN 20,000 keys, mostly in one folder, listed 100 per page (200 pages sequentially)
+    const r = random(4);
+    const keys = Array.from({ length: 20_000 }, (_, i) => `root/${i % 20 === 0 ? `t${i % 7}` : 'data/aws'}/m-${hex(r() * 2 ** 32)}/raw`);
+    const memory = memoryStore(keys);
+
+    // WHEN it is listed in parallel
+    const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(memory.store, 'root/'));
+
+    // THEN it is complete, and what was read past slice ends and probed stays a fraction of the listing
+    expect(listed).toEqual([...new Set(keys)].sort(compareKeys));
+    expect(memory.counts.keysReturned).toBeLessThan(listed.length * 1.5);
+    expect(memory.counts.lists + memory.counts.probes).toBeLessThan(2 * Math.ceil(listed.length / 100) + 20);
+  });
+
+  it('stops listing when the consumer stops early', async () => {
+    const memory = memoryStore(layouts['a flat folder of counters']());
+    for await (const page of parallelLister({ concurrency: 8, pageSize: 10 })(memory.store, 'root/')) {
+      expect(page.objects.length).toBeGreaterThan(0);
+      break;
+    }
+    const made = memory.counts.lists + memory.counts.probes;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(memory.counts.lists + memory.counts.probes).toBe(made);
+    expect(made).toBeLessThan(40);
+  });
+
+  it('fails the listing when a request fails, after its requests in flight settle', async () => {
+    const memory = memoryStore(layouts['a swamp-like datastore'](), { failAfter: 12 });
+    await expect(keysOf(parallelLister({ concurrency: 4, pageSize: 20 })(memory.store, 'root/'))).rejects.toThrow('injected listing failure');
+  });
+
+  it('refuses a concurrency or page size it cannot use, naming it', () => {
+    expect(() => parallelLister({ concurrency: 0 })).toThrow(/concurrency/);
+    expect(() => parallelLister({ concurrency: 2.5 })).toThrow(/concurrency/);
+    expect(() => parallelLister({ pageSize: 1001 })).toThrow(/page size/);
+  });
+});
+
+describe('parallelLister against moto', () => {
+  let store: S3Store;
+  const keys: string[] = [];
+
+  beforeAll(async () => {
+    // GIVEN a skewed root: one folder with most keys, tiny folders, objects at the top between
+    // folders, keys around folder boundaries and unicode, and a neighbour root sharing its prefix
+    store = await testStore({ bucketPrefix: 'parallel-list' });
+    for (let i = 0; i < 180; i++) keys.push(`swamp/data/aws/ec2/ec2-${hex(i * 2654435761, 8)}/${1 + (i % 2)}/raw`);
+    for (const tiny of ['audit/2026-05-01', 'files', 'logs/wf', 'outputs/aws/x/y', 'telemetry']) keys.push(`swamp/${tiny}/one.json`);
+    for (const k of BOUNDARY_KEYS) keys.push(`swamp/${k}`);
+    keys.push('swamp/.datastore-sync-state.json', 'swamp/_catalog.db', 'swamp/ns1/.namespace.json', 'swamp/ns1/data/a/b/c/raw');
+    const objects: Record<string, string> = { 'swampy/outside': 'x', 'other/key': 'x' };
+    for (const key of keys) objects[key] = `body of ${key}`;
+    await putObjects(store, objects, 16);
+  });
+
+  it('lists exactly what a sequential listing does, in the same order', async () => {
+    const expected = await keysOf(sequentialLister(store, 'swamp/'));
+    expect(expected).toHaveLength(keys.length);
+    for (const [concurrency, pageSize] of [
+      [16, 1000],
+      [16, 9],
+      [5, 4],
+    ] as const) {
+      expect(await keysOf(parallelLister({ concurrency, pageSize })(store, 'swamp/'))).toEqual(expected);
+    }
+  });
+
+  it('gives listScopes the same scopes, sizes and times as a sequential listing', async () => {
+    const sequential = await listScopes(store, 'swamp/', sequentialLister);
+    const parallel = await listScopes(store, 'swamp/', parallelLister({ concurrency: 8, pageSize: 6 }));
+    expect([...parallel.scopes.keys()].sort()).toEqual([...sequential.scopes.keys()].sort());
+    for (const [scope, objects] of sequential.scopes) expect([...parallel.scopes.get(scope)!.values()]).toEqual([...objects.values()]);
+    expect(parallel.objectsSeen).toBe(sequential.objectsSeen);
+  });
+
+  it('is what healRoot lists with by default, publishing the index a sequential listing gives', async () => {
+    // GIVEN what a sequential listing says the root's own index must hold
+    const root = { bucket: store.bucket, prefix: 'swamp' };
+    const listing = await listScopes(store, 'swamp/', sequentialLister);
+    const expected = summarize(listing.scopes.get(''));
+
+    // WHEN the root is repaired with the default lister
+    const healer = connectStore(store.bucket);
+    await healRoot(healer, root, { mode: 'repair' });
+
+    // THEN its index holds exactly that, and the listing was made of several requests (slices and probes)
+    expect(summarize(await readIndex(store, 'swamp/.datastore-index.json'))).toEqual(expected);
+    expect(healer.requests.ListObjectsV2).toBeGreaterThan(2);
+  });
+});
