@@ -18,12 +18,12 @@ export interface DatastoreIndex {
   extra: Record<string, unknown>;
 }
 
-/** An object seen in a listing, keyed relative to its scope. */
+/** An object seen in a listing, keyed relative to its scope; `etag` only when the lister kept it (`listScopes` does not). */
 export interface ListedObject {
   readonly key: string;
   readonly size: number;
   readonly lastModified: string;
-  readonly etag: string;
+  readonly etag?: string;
 }
 
 /** Outcome of parsing index bytes: a valid index, or why it is unreadable. */
@@ -78,33 +78,66 @@ export function entryFor(object: ListedObject): IndexEntry {
   return { key: object.key, size: object.size, lastModified: object.lastModified };
 }
 
-/** Serialises an index as compact JSON, entry by entry, so a huge index never needs one giant string. */
+/**
+ * About how many bytes `serializeIndex` will write, erring high for plain ASCII entries, so that its buffer
+ * is allocated once: twice the key, the fields of the contract and the JSON around them.
+ */
+function estimatedLength(index: DatastoreIndex): number {
+  let bytes = 1024 + JSON.stringify(index.extra).length;
+  for (const [key, entry] of index.entries) {
+    bytes += key.length * 2 + 56;
+    if (typeof entry.lastModified === 'string') bytes += entry.lastModified.length;
+    if (typeof entry.localMtime === 'string') bytes += entry.localMtime.length + 16;
+    if (typeof entry.sha256 === 'string') bytes += entry.sha256.length + 12;
+  }
+  return bytes;
+}
+
+/**
+ * Serialises an index as compact JSON, entry by entry, straight into one buffer: no giant string and no
+ * list of chunks copied again at the end, so a million entries (about 150 MB of JSON) need little more
+ * than the bytes themselves. The buffer is sized from an estimate and grown if that falls short.
+ */
 export function serializeIndex(index: DatastoreIndex): Buffer {
   const lastPulled = index.lastPulled ?? new Date().toISOString();
-  const chunks: Buffer[] = [];
-  let pending: string[] = [];
-  let pendingLength = 0;
-  const flush = (): void => {
-    chunks.push(Buffer.from(pending.join(''), 'utf8'));
-    pending = [];
-    pendingLength = 0;
-  };
-  const push = (text: string): void => {
-    pending.push(text);
-    pendingLength += text.length;
-    if (pendingLength > 1 << 20) flush();
-  };
   const head: Record<string, unknown> = { version: 1, ...index.extra, lastPulled };
-  push(JSON.stringify(head).slice(0, -1));
-  push(',"entries":{');
+  let out = Buffer.allocUnsafe(estimatedLength(index));
+  let used = 0;
+  let pending: string[] = [];
+  let entriesPending = 0;
+  let entriesWritten = 0;
+  const total = index.entries.size;
+  const write = (text: string): void => {
+    const length = Buffer.byteLength(text, 'utf8');
+    entriesWritten += entriesPending;
+    entriesPending = 0;
+    if (used + length <= out.length) {
+      used += out.write(text, used, 'utf8');
+      return;
+    }
+    // Resized for all entries at the length per entry seen so far, with a little room.
+    const perEntry = (used + length) / Math.max(1, entriesWritten);
+    const size = Math.max(used + length + 1024, Math.ceil(perEntry * Math.max(total, entriesWritten) * 1.03) + 1024);
+    const grown = Buffer.allocUnsafe(size);
+    out.copy(grown, 0, 0, used);
+    out = grown;
+    used += out.write(text, used, 'utf8');
+  };
+  const flush = (): void => {
+    write(pending.join(''));
+    pending = [];
+  };
+  pending.push(JSON.stringify(head).slice(0, -1), ',"entries":{');
   let first = true;
   for (const [key, entry] of index.entries) {
-    push(`${first ? '' : ','}${JSON.stringify(key)}:${JSON.stringify(entry)}`);
+    pending.push(`${first ? '' : ','}${JSON.stringify(key)}:${JSON.stringify(entry)}`);
     first = false;
+    if (++entriesPending === 2048) flush();
   }
-  push('}}');
+  pending.push('}}');
   flush();
-  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  // A buffer much larger than its content is cut to size; a little slack is not worth a copy.
+  return used < out.length * 0.8 ? Buffer.from(out.subarray(0, used)) : out.subarray(0, used);
 }
 
 /** A copy of an index whose entry map can be changed without touching the original. */

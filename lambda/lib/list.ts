@@ -25,24 +25,59 @@ export interface ScopedListing {
   readonly listingMs: number;
 }
 
-/** Lists `base` (empty or ending in `/`) and sorts what it finds into the root scope and its namespaces. */
+/** ISO times of the instants seen lately: objects written together share one string instead of a copy each. */
+class IsoTimes {
+  private readonly seen = new Map<number, string>();
+
+  of(date: Date): string {
+    const ms = date.getTime();
+    let iso = this.seen.get(ms);
+    if (iso === undefined) {
+      // Bounded: a listing of a million distinct instants keeps only the latest ones here.
+      if (this.seen.size >= 65_536) this.seen.clear();
+      iso = date.toISOString();
+      this.seen.set(ms, iso);
+    }
+    return iso;
+  }
+}
+
+const MARKER_SUFFIX = `/${NAMESPACE_MARKER}`;
+
+/**
+ * Lists `base` (empty or ending in `/`) and sorts what it finds into the root scope and its namespaces.
+ * Kept per object: its relative key, size and last-modified time (shared between objects of the same
+ * instant), about 200 bytes each with the map entry; the ETag is not kept, nothing reads it.
+ */
 export async function listScopes(store: S3Store, base: string, lister: Lister = sequentialLister): Promise<ScopedListing> {
   const startedAt = Date.now();
   const all = new Map<string, ListedObject>();
   const namespaces = new Set<string>();
+  const times = new IsoTimes();
   let objectsSeen = 0;
   for await (const page of lister(store, base)) {
     for (const object of page.objects) {
       objectsSeen++;
-      const rel = object.key.slice(base.length);
-      const ns = namespaceOfMarker(rel);
-      if (ns !== undefined) namespaces.add(ns);
-      all.set(rel, { key: rel, size: object.size, lastModified: object.lastModified.toISOString(), etag: object.etag });
+      const rel = base ? object.key.slice(base.length) : object.key;
+      if (rel.endsWith(MARKER_SUFFIX)) {
+        const ns = namespaceOfMarker(rel);
+        if (ns !== undefined) namespaces.add(ns);
+      }
+      all.set(rel, { key: rel, size: object.size, lastModified: times.of(object.lastModified) });
     }
   }
   const listingMs = Date.now() - startedAt;
   const scopes = new Map<string, Map<string, ListedObject>>([['', all]]);
   const shardPartitions = new Map<string, string[]>();
+  if (namespaces.size === 0) {
+    // The usual root: only internal keys leave the root scope.
+    for (const rel of all.keys()) {
+      if (!isInternalKey(rel)) continue;
+      all.delete(rel);
+      notePartition(shardPartitions, '', rel);
+    }
+    return { scopes, shardPartitions, objectsSeen, startedAt, listingMs };
+  }
   for (const ns of namespaces) scopes.set(ns, new Map());
   for (const [rel, object] of all) {
     const top = topFolder(rel);
