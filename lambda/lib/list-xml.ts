@@ -57,8 +57,11 @@ function digits(s: string, at: number, count: number): number {
   return value;
 }
 
+const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeap = (year: number): boolean => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
+
 /** Milliseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.fff]Z` at `at` in `s`, read digit by digit; NaN for any other form. */
-function isoTime(s: string, at: number, end: number): number {
+function parseIsoTime(s: string, at: number, end: number): number {
   const length = end - at;
   if (length !== 20 && length !== 24) return NaN;
   if (s[at + 4] !== '-' || s[at + 7] !== '-' || s[at + 10] !== 'T' || s[at + 13] !== ':' || s[at + 16] !== ':' || s[end - 1] !== 'Z') return NaN;
@@ -68,9 +71,35 @@ function isoTime(s: string, at: number, end: number): number {
   const hour = digits(s, at + 11, 2);
   const minute = digits(s, at + 14, 2);
   const second = digits(s, at + 17, 2);
-  if (!(month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59)) return NaN;
+  const year = digits(s, at, 4);
+  // Only dates that survive the round trip: Date.UTC reads years below 100 as 19xx and rolls 31 April over.
+  const days = MONTH_DAYS[month - 1] - (month === 2 && !isLeap(year) ? 1 : 0);
+  if (!(year >= 1000 && month >= 1 && month <= 12 && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59)) return NaN;
   const ms = length === 24 ? digits(s, at + 20, 3) : 0;
-  return Date.UTC(digits(s, at, 4), month - 1, day, hour, minute, second, ms);
+  return Date.UTC(year, month - 1, day, hour, minute, second, ms);
+}
+
+/**
+ * The ISO strings of instants seen lately, one slot per second modulo the size. The reader fills it with
+ * the times as S3 wrote them (when in `toISOString`'s form), and `isoTime` serves them: objects of the
+ * same instant share one string, and no `toISOString` runs for a time just read. A lookup allocates
+ * nothing (a Map keyed by time would cost more than the strings it saves).
+ */
+const ISO_SLOTS = 8192;
+const isoSlotTimes = new Float64Array(ISO_SLOTS).fill(NaN);
+const isoSlotTexts: string[] = new Array<string>(ISO_SLOTS);
+
+const isoSlot = (ms: number): number => Math.abs(Math.floor(ms / 1000)) % ISO_SLOTS;
+
+/** `date.toISOString()`, shared with other dates of the same instant read lately. */
+export function isoTime(date: Date): string {
+  const ms = date.getTime();
+  const slot = isoSlot(ms);
+  if (isoSlotTimes[slot] !== ms) {
+    isoSlotTimes[slot] = ms;
+    isoSlotTexts[slot] = date.toISOString();
+  }
+  return isoSlotTexts[slot];
 }
 
 /** An element's open and close tags, built once. */
@@ -137,8 +166,15 @@ class PageReader {
   /** A timestamp; the usual S3 form is read directly, others as `Date` reads them. */
   private time(from: number, to: number): Date {
     if (!this.find(LAST_MODIFIED, from, to)) throw new Unrecognised('a <Contents> without <LastModified>');
-    const ms = isoTime(this.xml, this.start, this.end);
-    return new Date(Number.isNaN(ms) ? this.text(this.start, this.end) : ms);
+    const ms = parseIsoTime(this.xml, this.start, this.end);
+    if (Number.isNaN(ms)) return new Date(this.text(this.start, this.end));
+    // Written as toISOString writes it: keep that text for isoTime (no toISOString needed later).
+    const slot = isoSlot(ms);
+    if (this.end - this.start === 24 && isoSlotTimes[slot] !== ms) {
+      isoSlotTimes[slot] = ms;
+      isoSlotTexts[slot] = this.bytes.toString('latin1', this.start, this.end);
+    }
+    return new Date(ms);
   }
 
   object(from: number, to: number): ListedEntry {

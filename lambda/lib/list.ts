@@ -1,6 +1,7 @@
 /** Listing a datastore root: pages streamed from S3 and sorted into the scopes they belong to. */
 import type { ListedObject } from './index-file';
 import { NAMESPACE_MARKER, SHARD_DIR, isInternalKey, namespaceOfMarker, topFolder } from './keys';
+import { isoTime } from './list-xml';
 import { type DatastoreRoot, rootBase } from './root';
 import type { ListPage, S3Store } from './s3';
 
@@ -25,23 +26,6 @@ export interface ScopedListing {
   readonly listingMs: number;
 }
 
-/** ISO times of the instants seen lately: objects written together share one string instead of a copy each. */
-class IsoTimes {
-  private readonly seen = new Map<number, string>();
-
-  of(date: Date): string {
-    const ms = date.getTime();
-    let iso = this.seen.get(ms);
-    if (iso === undefined) {
-      // Bounded: a listing of a million distinct instants keeps only the latest ones here.
-      if (this.seen.size >= 65_536) this.seen.clear();
-      iso = date.toISOString();
-      this.seen.set(ms, iso);
-    }
-    return iso;
-  }
-}
-
 const MARKER_SUFFIX = `/${NAMESPACE_MARKER}`;
 
 /**
@@ -53,7 +37,6 @@ export async function listScopes(store: S3Store, base: string, lister: Lister = 
   const startedAt = Date.now();
   const all = new Map<string, ListedObject>();
   const namespaces = new Set<string>();
-  const times = new IsoTimes();
   let objectsSeen = 0;
   for await (const page of lister(store, base)) {
     for (const object of page.objects) {
@@ -63,7 +46,7 @@ export async function listScopes(store: S3Store, base: string, lister: Lister = 
         const ns = namespaceOfMarker(rel);
         if (ns !== undefined) namespaces.add(ns);
       }
-      all.set(rel, { key: rel, size: object.size, lastModified: times.of(object.lastModified) });
+      all.set(rel, { key: rel, size: object.size, lastModified: isoTime(object.lastModified) });
     }
   }
   const listingMs = Date.now() - startedAt;

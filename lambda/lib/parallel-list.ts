@@ -27,11 +27,11 @@ export interface ParallelListOptions {
 }
 
 /** A slice cut from a folder's sub-folders should hold at least this many pages, or cutting costs more than it saves. */
-const MIN_SLICE_PAGES = 2;
+const MIN_SLICE_PAGES = 3;
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
 const MAX_FAILED_SPLITS = 4;
 /** Folder levels probed at once when cutting a slice: its siblings' and its own sub-folders. */
-const LEVELS = 2;
+const LEVELS = 1;
 
 const HIGH_UNITS = /[\uD800-\uFFFF]/;
 

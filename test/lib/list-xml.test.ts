@@ -3,7 +3,7 @@
  * so the SDK parses the page) for anything it does not handle.
  */
 import { type ListPage, S3Store } from '../../lambda/lib';
-import { parseListObjectsV2 } from '../../lambda/lib/list-xml';
+import { isoTime, parseListObjectsV2 } from '../../lambda/lib/list-xml';
 import { faultyClient } from '../helpers/s3';
 
 const page = (inner: string, truncated = false, token?: string): string =>
@@ -39,6 +39,18 @@ describe('parseListObjectsV2', () => {
 
   it('turns CR LF into LF in keys, as an XML parser does, and keeps an escaped CR', () => {
     expect(parseListObjectsV2(page(contents('p/a\r\nb&#13;c')))!.objects[0].key).toBe('p/a\nb\rc');
+  });
+
+  it('keeps each time as S3 wrote it for isoTime, one string per instant, equal to toISOString', () => {
+    const parsed = parseListObjectsV2(page(contents('p/a') + contents('p/b') + contents('p/c').replace('15:20:00.000Z', '15:21:07.250Z')))!;
+    const [a, b, c] = parsed.objects.map((o) => isoTime(o.lastModified));
+    expect([a, b, c]).toEqual(['2026-05-04T15:20:00.000Z', '2026-05-04T15:20:00.000Z', '2026-05-04T15:21:07.250Z']);
+    expect(a).toBe(b);
+    for (const text of ['2024-02-29T23:59:59.999Z', '2026-05-04T15:20:00Z', '1999-12-31T23:59:59.000Z']) {
+      const [object] = parseListObjectsV2(page(contents('p/x').replace('2026-05-04T15:20:00.000Z', text)))!.objects;
+      expect(isoTime(object.lastModified)).toBe(object.lastModified.toISOString());
+    }
+    expect(isoTime(new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 6)))).toBe('2031-01-02T03:04:05.006Z');
   });
 
   it('reads an empty listing', () => {
