@@ -48,6 +48,12 @@ export type LiveIndex =
     } & UnreadablePart)
   | { readonly state: 'valid'; readonly layout: Layout; readonly index: DatastoreIndex; readonly etag?: string; readonly shards?: ShardState };
 
+/** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not parsed again. */
+export interface KnownIndex {
+  readonly etag: string;
+  readonly index: DatastoreIndex;
+}
+
 /** Full key of a scope's monolithic index. */
 export function indexKeyOf(scope: IndexScope): string {
   return scopeBase(scope) + INDEX_KEY;
@@ -76,7 +82,12 @@ function parseMeta(bytes: Buffer): ShardMeta | undefined {
  * Reads a scope's live index. A `_meta.json` of version 2 means shards; so do shard objects
  * seen in a listing (`shardPartitions`) when the manifest is missing, as clients rebuild it then.
  */
-export async function readLiveIndex(store: S3Store, scope: IndexScope, shardPartitions?: readonly string[]): Promise<LiveIndex> {
+export async function readLiveIndex(
+  store: S3Store,
+  scope: IndexScope,
+  shardPartitions?: readonly string[],
+  known?: KnownIndex,
+): Promise<LiveIndex> {
   const base = scopeBase(scope);
   const metaObject = await store.get(base + SHARD_META_KEY);
   const meta = metaObject ? parseMeta(metaObject.body) : undefined;
@@ -99,6 +110,8 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, shardPart
   const key = base + INDEX_KEY;
   const object = await store.get(key);
   if (!object) return { state: 'absent', layout: 'monolith' };
+  // Still the version we wrote (same ETag): no need to parse it again.
+  if (known && object.etag === known.etag) return { state: 'valid', layout: 'monolith', index: known.index, etag: known.etag };
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };
@@ -146,11 +159,13 @@ export async function writeIndex(
   live: LiveIndex,
   next: DatastoreIndex,
   conditional: boolean,
+  onMonolithWritten?: (etag: string) => void,
 ): Promise<'written' | 'conflict'> {
   const base = scopeBase(scope);
   if (live.layout === 'monolith') {
     const etag = live.state === 'absent' ? undefined : live.etag;
     const result = await store.put(base + INDEX_KEY, serializeIndex(next), conditional ? conditionFor(etag) : undefined);
+    if (result.status === 'written' && result.etag) onMonolithWritten?.(result.etag);
     return result.status;
   }
   const shards = live.shards!;

@@ -2,7 +2,7 @@
 import { PublishConflictError } from './errors';
 import type { DatastoreIndex } from './index-file';
 import { CONTROL_DIR, LOCK_KEY } from './keys';
-import { type LiveIndex, readLiveIndex, writeIndex } from './live-index';
+import { type KnownIndex, type LiveIndex, readLiveIndex, writeIndex } from './live-index';
 import { type LockOptions, withLock } from './lock';
 import { type IndexScope, rootBase, scopeBase } from './root';
 import { ConditionalWritesUnsupportedError, type S3Store } from './s3';
@@ -49,6 +49,13 @@ export interface PublishOutcome {
   readonly index?: DatastoreIndex;
 }
 
+/** True when two reads found the same index version: both absent, or the same single object with the same ETag. */
+function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
+  if (a.layout !== 'monolith' || b.layout !== 'monolith' || a.state !== b.state) return false;
+  if (a.state === 'absent') return true;
+  return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function jitter(attempt: number): number {
@@ -74,6 +81,9 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
   const before = await readLiveIndex(store, scope, options.shardPartitions);
   let live = before;
   let next = await plan(live);
+  // The last plan and the index version it was made for: re-read unchanged under the lock, it stands.
+  let planned: { readonly live: LiveIndex; readonly next: DatastoreIndex | undefined } | undefined = { live, next };
+  let known: KnownIndex | undefined;
   let writes = 0;
   let conflicts = 0;
   let lockWaits = 0;
@@ -100,7 +110,8 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
       for (let attempt = 0; ; attempt++) {
         // Re-read under the lock: what was read before it may already be out of date.
         live = await readLiveIndex(store, scope, options.shardPartitions);
-        next = await plan(live);
+        next = planned && sameVersion(planned.live, live) ? planned.next : await plan(live);
+        planned = undefined;
         if (!next) return;
         if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
         for (const part of live.state === 'unreadable' ? live.parts : []) {
@@ -113,12 +124,15 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         }
         let status: 'written' | 'conflict';
         try {
-          status = await writeIndex(store, scope, live, next, conditional);
+          const index = next;
+          const remember = (etag: string): void => void (known = { etag, index });
+          status = await writeIndex(store, scope, live, next, conditional, remember);
         } catch (err) {
           if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
           conditional = false;
           emit({ event: 'conditional-writes-unsupported' });
-          status = await writeIndex(store, scope, live, next, false);
+          const index = next;
+          status = await writeIndex(store, scope, live, next, false, (etag) => void (known = { etag, index }));
         }
         if (status === 'written') {
           writes++;
@@ -139,8 +153,11 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     // With no re-check rounds left (or none asked for, e.g. when a delayed re-check follows), stop at the write.
     if (!written || round >= rounds) break;
     // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
-    live = await readLiveIndex(store, scope, options.shardPartitions);
-    next = await plan(live);
+    // Still exactly our write (same ETag), it is not parsed again and needs no new plan.
+    live = await readLiveIndex(store, scope, options.shardPartitions, known);
+    next = live.state === 'valid' && known && live.index === known.index ? undefined : await plan(live);
+    planned = { live, next };
+    known = undefined;
   }
   return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, index: written };
 }
