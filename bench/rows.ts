@@ -1,0 +1,141 @@
+/**
+ * What the benchmark times against an S3 endpoint: a bare ListObjectsV2 loop (the floor), a full heal
+ * with either lister, and rclone listing the same root.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  type DatastoreRoot,
+  type Lister,
+  INDEX_KEY,
+  LOCK_KEY,
+  S3Store,
+  createS3Client,
+  healRoot,
+  rootBase,
+} from '../lambda/lib';
+
+/** One timed run: seconds, what was seen, and requests sent. */
+export interface Timing {
+  readonly seconds: number;
+  readonly objects: number;
+  readonly requests: number;
+  /** Extra figures of the run (listing and publish time of a heal). */
+  readonly detail?: Record<string, number>;
+}
+
+/** Where the root under test lives. */
+export interface Target {
+  readonly endpoint: string;
+  readonly bucket: string;
+  /** Root prefix without slashes. */
+  readonly prefix: string;
+}
+
+/** The raw floor: the SDK's own ListObjectsV2 loop, one page after another, doing nothing with the keys. */
+export async function rawSequential(target: Target): Promise<Timing> {
+  const client = new S3Client({ endpoint: target.endpoint, forcePathStyle: true, region: process.env.AWS_REGION ?? 'us-east-1' });
+  try {
+    const started = performance.now();
+    let objects = 0;
+    let requests = 0;
+    let token: string | undefined;
+    do {
+      const out = await client.send(
+        new ListObjectsV2Command({ Bucket: target.bucket, Prefix: `${target.prefix}/`, ContinuationToken: token }),
+      );
+      requests++;
+      objects += out.KeyCount ?? 0;
+      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+    } while (token);
+    return { seconds: (performance.now() - started) / 1000, objects, requests };
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Removes the root's index and lock, so the next heal finds an unindexed root: it lists, builds and publishes. */
+export async function unindex(target: Target): Promise<void> {
+  const client = createS3Client({ endpoint: target.endpoint, forcePathStyle: true });
+  try {
+    const base = rootBase({ bucket: target.bucket, prefix: target.prefix });
+    for (const key of [INDEX_KEY, LOCK_KEY]) await client.send(new DeleteObjectCommand({ Bucket: target.bucket, Key: base + key }));
+  } finally {
+    client.destroy();
+  }
+}
+
+/**
+ * A full heal (mode repair) of an unindexed root, as the command and the Lambda run it; the index it
+ * publishes is removed again afterwards, so every row lists the same objects.
+ */
+export async function heal(target: Target, lister: Lister): Promise<Timing> {
+  await unindex(target);
+  const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
+  const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
+  try {
+    const started = performance.now();
+    const report = await healRoot(store, root, { mode: 'repair', lister });
+    const seconds = (performance.now() - started) / 1000;
+    const scope = report.scopes.find((s) => !s.namespace);
+    if (!scope?.published) throw new Error(`the heal of s3://${target.bucket}/${target.prefix} published nothing`);
+    return {
+      seconds,
+      objects: report.objectsSeen,
+      requests: store.requestTotal(),
+      detail: { listingS: report.listingMs / 1000, publishS: scope.publishMs / 1000, entries: scope.entries, lists: store.requests.ListObjectsV2 ?? 0 },
+    };
+  } finally {
+    store.client.destroy();
+    await unindex(target);
+  }
+}
+
+/** How rclone is asked to list: `--fast-list` (one recursive walk) or a directory walk with `checkers` in parallel. */
+export type RcloneMode = { readonly fastList: true } | { readonly checkers: number };
+
+/** True when an `rclone` binary answers on the PATH. */
+export function rcloneVersion(): string | undefined {
+  const probe = spawnSync('rclone', ['version'], { encoding: 'utf8' });
+  return probe.status === 0 ? probe.stdout.split('\n')[0].trim() : undefined;
+}
+
+/**
+ * `rclone lsjson -R --files-only` of the root through a remote configured from the environment
+ * (`RCLONE_CONFIG_BENCH_*`, S3 provider Other, path style, ListObjectsV2, 1,000 keys a page),
+ * with the listing's own times (`--use-server-modtime`, no HeadObject per file), as fast as rclone goes.
+ */
+export function rcloneList(target: Target, mode: RcloneMode): Promise<Timing> {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    RCLONE_CONFIG_BENCH_TYPE: 's3',
+    RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
+    RCLONE_CONFIG_BENCH_ENDPOINT: target.endpoint,
+    RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'bench',
+    RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'bench',
+    RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
+    RCLONE_CONFIG_BENCH_LIST_VERSION: '2',
+  };
+  delete env.AWS_CA_BUNDLE;
+  const args = ['lsjson', '-R', '--files-only', '--no-mimetype', '--use-server-modtime', '--s3-list-chunk', '1000'];
+  if ('fastList' in mode) args.push('--fast-list');
+  else args.push('--checkers', String(mode.checkers));
+  args.push(`bench:${target.bucket}/${target.prefix}`);
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn('rclone', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let lines = 0;
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      for (const byte of chunk) if (byte === 0x0a) lines++;
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const seconds = (performance.now() - started) / 1000;
+      if (code !== 0) return reject(new Error(`rclone exited with ${code}: ${stderr.trim()}`));
+      // One object per line between "[" and "]".
+      resolve({ seconds, objects: Math.max(0, lines - 2), requests: 0 });
+    });
+  });
+}

@@ -1,0 +1,250 @@
+/**
+ * npm run bench [-- --objects N --latency-ms MS --parallelism N --runs N --quick --json]
+ *
+ * In one run, against one bucket seeded on the S3 model (bench/s3-model, in its own process, fixed
+ * latency per request), side by side: the raw floor (the SDK's bare sequential ListObjectsV2 loop),
+ * our full heal listing sequentially and in parallel (mode repair on an unindexed root: list, build,
+ * publish), and rclone where installed; a smaller sanity row on moto, where requests cost CPU rather
+ * than waiting; and without network, building and serialising a 1,000,000-entry index (time and peak
+ * RSS, in a child process) and applying a 1,000-event delta to a 100,000-entry index. Prints a table of
+ * medians; with --json, one JSON object as the last line.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parallelLister, sequentialLister } from '../lambda/lib';
+import { startModelProcess } from './model';
+import { seededMoto } from './moto';
+import { type Row, median, table } from './report';
+import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneList, rcloneVersion } from './rows';
+
+const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--parallelism N] [--runs N]
+                       [--index-entries N] [--moto-objects N] [--no-moto] [--no-rclone] [--quick] [--json]`;
+
+interface Options {
+  readonly objects: number;
+  readonly latencyMs: number;
+  readonly parallelism: number;
+  readonly runs: number;
+  readonly indexEntries: number;
+  readonly motoObjects: number;
+  readonly rclone: boolean;
+  readonly json: boolean;
+  readonly quick: boolean;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      objects: { type: 'string' },
+      'latency-ms': { type: 'string' },
+      parallelism: { type: 'string' },
+      runs: { type: 'string' },
+      'index-entries': { type: 'string' },
+      'moto-objects': { type: 'string' },
+      'no-moto': { type: 'boolean' },
+      'no-rclone': { type: 'boolean' },
+      quick: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const quick = values.quick ?? false;
+  const int = (name: keyof typeof values, fallback: number, min = 1): number => {
+    const raw = values[name];
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${String(raw)}\n${USAGE}`);
+    return n;
+  };
+  return {
+    objects: int('objects', quick ? 20_000 : 100_000),
+    latencyMs: int('latency-ms', 30, 0),
+    parallelism: int('parallelism', 16),
+    runs: int('runs', quick ? 1 : 3),
+    indexEntries: int('index-entries', quick ? 200_000 : 1_000_000),
+    motoObjects: values['no-moto'] ? 0 : int('moto-objects', quick ? 300 : 2_000, 0),
+    rclone: !values['no-rclone'],
+    json: values.json ?? false,
+    quick,
+  };
+}
+
+const log = (text: string): void => void process.stderr.write(`${text}\n`);
+
+/** Runs `bench/offline-child.ts` in a fresh process and returns its JSON line. */
+function offline(args: string[]): Record<string, number> {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', join(__dirname, 'offline-child.ts'), ...args], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
+  if (child.status !== 0) throw new Error(`offline-child ${args.join(' ')} failed: ${child.stderr}`);
+  return JSON.parse(child.stdout.trim().split('\n').pop()!) as Record<string, number>;
+}
+
+/** Medians of each measure over `runs` rounds, the measures taking turns within a round. */
+async function rounds(runs: number, measures: Record<string, () => Promise<Timing>>): Promise<Record<string, Timing[]>> {
+  const out: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
+  for (let r = 0; r < runs; r++) {
+    for (const [name, measure] of Object.entries(measures)) {
+      const timing = await measure();
+      out[name].push(timing);
+      log(`  run ${r + 1}/${runs} ${name}: ${timing.seconds.toFixed(3)} s, ${timing.objects} objects, ${timing.requests || '?'} requests`);
+    }
+  }
+  return out;
+}
+
+const med = (timings: readonly Timing[] | undefined, pick: (t: Timing) => number = (t) => t.seconds): number | undefined =>
+  timings && timings.length ? median(timings.map(pick)) : undefined;
+
+async function main(): Promise<void> {
+  const o = options();
+  process.env.AWS_ACCESS_KEY_ID ??= 'bench';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'bench';
+  process.env.AWS_REGION ??= 'us-east-1';
+  delete process.env.AWS_PROFILE;
+  const loadBefore = loadavg()[0];
+
+  log(`offline: building and serialising a ${o.indexEntries}-entry index (child process)`);
+  const index = offline(['index', String(o.indexEntries)]);
+  log(`offline: applying a 1000-event delta to a 100000-entry index`);
+  const delta = offline(['delta', '100000', '1000']);
+
+  log(`s3-model: ${o.objects} objects, ${o.latencyMs} ms per request`);
+  const model = await startModelProcess(o.latencyMs);
+  const target: Target = { endpoint: model.endpoint, bucket: 'bench', prefix: 'root' };
+  const rclone = o.rclone ? rcloneVersion() : undefined;
+  let timings: Record<string, Timing[]>;
+  const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 16': { checkers: 16 } };
+  try {
+    await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
+    const measures: Record<string, () => Promise<Timing>> = {
+      raw: () => rawSequential(target),
+      healSequential: () => heal(target, sequentialLister),
+      healParallel: () => heal(target, parallelLister({ concurrency: o.parallelism })),
+    };
+    if (rclone) {
+      for (const [name, mode] of Object.entries(rcloneModes)) {
+        measures[name] = async () => {
+          await model.reset();
+          const timing = await rcloneList(target, mode);
+          const counts = await model.counts();
+          return { ...timing, requests: Object.values(counts).reduce((a, b) => a + b, 0) };
+        };
+      }
+    }
+    timings = await rounds(o.runs, measures);
+  } finally {
+    await model.stop();
+  }
+
+  let moto: Record<string, Timing[]> | undefined;
+  if (o.motoObjects > 0) {
+    log(`moto: seeding ${o.motoObjects} objects`);
+    const seeded = await seededMoto(o.motoObjects);
+    try {
+      moto = await rounds(Math.min(o.runs, 3), {
+        raw: () => rawSequential(seeded.target),
+        healSequential: () => heal(seeded.target, sequentialLister),
+        healParallel: () => heal(seeded.target, parallelLister({ concurrency: o.parallelism })),
+      });
+    } finally {
+      await seeded.stop();
+    }
+  }
+
+  const raw = med(timings.raw)!;
+  const healSequential = med(timings.healSequential)!;
+  const healParallel = med(timings.healParallel)!;
+  const rcloneTimes = Object.keys(rcloneModes)
+    .map((name) => [name, med(timings[name])] as const)
+    .filter((e): e is readonly [string, number] => e[1] !== undefined);
+  const fastestRclone = rcloneTimes.sort((a, b) => a[1] - b[1])[0];
+  const pages = Math.ceil(o.objects / 1000);
+  const detail = (name: string, field: string): number => med(timings[name], (t) => t.detail?.[field] ?? NaN)!;
+
+  const rows: Row[] = [
+    { name: `raw floor: SDK ListObjectsV2 loop`, seconds: raw, floor: raw, requests: med(timings.raw, (t) => t.requests), note: `${pages} pages x ${o.latencyMs} ms = ${((pages * o.latencyMs) / 1000).toFixed(2)} s of latency alone` },
+    {
+      name: 'heal, sequential lister',
+      seconds: healSequential,
+      floor: raw,
+      requests: med(timings.healSequential, (t) => t.requests),
+      note: `listing ${detail('healSequential', 'listingS').toFixed(3)} s, publish ${detail('healSequential', 'publishS').toFixed(3)} s, ${detail('healSequential', 'entries')} entries`,
+    },
+    {
+      name: `heal, parallel lister (${o.parallelism})`,
+      seconds: healParallel,
+      floor: raw,
+      requests: med(timings.healParallel, (t) => t.requests),
+      note: `listing ${detail('healParallel', 'listingS').toFixed(3)} s (${detail('healParallel', 'lists')} ListObjectsV2), publish ${detail('healParallel', 'publishS').toFixed(3)} s`,
+    },
+  ];
+  if (rclone) {
+    for (const [name] of Object.entries(rcloneModes)) {
+      rows.push({ name, seconds: med(timings[name]), floor: raw, requests: med(timings[name], (t) => t.requests), note: `${med(timings[name], (t) => t.objects)} files` });
+    }
+  } else if (o.rclone) rows.push({ name: 'rclone', note: 'not installed' });
+  if (moto) {
+    const motoRaw = med(moto.raw)!;
+    rows.push(
+      { name: `moto, ${o.motoObjects} objects (CPU-bound)`, note: 'sanity check: moto answers slowly, no added latency' },
+      { name: '  raw floor', seconds: motoRaw, floor: motoRaw, requests: med(moto.raw, (t) => t.requests) },
+      { name: '  heal, sequential', seconds: med(moto.healSequential), floor: motoRaw, requests: med(moto.healSequential, (t) => t.requests) },
+      { name: `  heal, parallel (${o.parallelism})`, seconds: med(moto.healParallel), floor: motoRaw, requests: med(moto.healParallel, (t) => t.requests) },
+    );
+  }
+
+  const out: string[] = [];
+  out.push(
+    `S3 model: ${o.objects} objects (swamp layout), ${o.latencyMs} ms per request, medians of ${o.runs} run(s); ` +
+      `${cpus().length} CPUs, load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; node ${process.version}` +
+      (rclone ? `; ${rclone}` : ''),
+    '',
+    table(rows),
+    '',
+    `index of ${index.entries} entries from a synthetic listing (child process): list ${(index.listMs / 1000).toFixed(2)} s, ` +
+      `build ${(index.buildMs / 1000).toFixed(2)} s, serialise ${(index.serializeMs / 1000).toFixed(2)} s (${(index.indexBytes / 1048576).toFixed(0)} MiB JSON); ` +
+      `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
+    `delta of ${delta.events} events on ${delta.entries} entries (latestChanges + applyChanges): median ${delta.medianMs.toFixed(1)} ms`,
+  );
+  process.stdout.write(`${out.join('\n')}\n`);
+  if (o.json) {
+    const result = {
+      objects: o.objects,
+      latencyMs: o.latencyMs,
+      parallelism: o.parallelism,
+      runs: o.runs,
+      rawSequentialS: raw,
+      healSequentialS: healSequential,
+      healParallelS: healParallel,
+      rcloneS: fastestRclone ? fastestRclone[1] : null,
+      rcloneMode: fastestRclone ? fastestRclone[0] : null,
+      rclone: Object.fromEntries(rcloneTimes),
+      parallelSpeedup: raw / healParallel,
+      sequentialOverFloor: healSequential / raw,
+      indexEntries: index.entries,
+      bytesPerEntry1M: index.bytesPerEntry,
+      peakRssMb1M: index.peakRssMb,
+      indexBuildS: index.totalMs / 1000,
+      delta1kOn100kMs: delta.medianMs,
+      moto: moto
+        ? { objects: o.motoObjects, rawSequentialS: med(moto.raw), healSequentialS: med(moto.healSequential), healParallelS: med(moto.healParallel) }
+        : null,
+      cpus: cpus().length,
+      loadAverage: [loadBefore, loadavg()[0]],
+    };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});
