@@ -48,7 +48,7 @@ export type LiveIndex =
     } & UnreadablePart)
   | { readonly state: 'valid'; readonly layout: Layout; readonly index: DatastoreIndex; readonly etag?: string; readonly shards?: ShardState };
 
-/** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not parsed again. */
+/** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not downloaded or parsed again. */
 export interface KnownIndex {
   readonly etag: string;
   readonly index: DatastoreIndex;
@@ -108,10 +108,10 @@ export async function readLiveIndex(
     return readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
   }
   const key = base + INDEX_KEY;
-  const object = await store.get(key);
+  // Still the version we wrote (same ETag): not downloaded (a conditional read) or at least not parsed again.
+  const object = await store.get(key, known ? { ifNoneMatch: known.etag } : {});
   if (!object) return { state: 'absent', layout: 'monolith' };
-  // Still the version we wrote (same ETag): no need to parse it again.
-  if (known && object.etag === known.etag) return { state: 'valid', layout: 'monolith', index: known.index, etag: known.etag };
+  if (known && (object.notModified || object.etag === known.etag)) return { state: 'valid', layout: 'monolith', index: known.index, etag: known.etag };
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };

@@ -29,6 +29,8 @@ export interface ObjectInfo {
 /** An object's bytes and metadata. */
 export interface StoredObject extends ObjectInfo {
   readonly body: Buffer;
+  /** Set (with an empty body) when the read was conditional (`ifNoneMatch`) and the object still has that ETag. */
+  readonly notModified?: true;
 }
 
 /** One ListObjectsV2 page: objects with full keys, and common prefixes when a delimiter was given. */
@@ -252,13 +254,23 @@ export class S3Store {
     } while (token);
   }
 
-  /** Reads an object whole, or undefined when it does not exist. */
-  async get(key: string): Promise<StoredObject | undefined> {
+  /**
+   * Reads an object whole, or undefined when it does not exist. With `ifNoneMatch` (an ETag without
+   * quotes), an object that still has that ETag is not sent again: the answer says `notModified`.
+   */
+  async get(key: string, options: { readonly ifNoneMatch?: string } = {}): Promise<StoredObject | undefined> {
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
-      const body = Buffer.from(await out.Body!.transformToByteArray());
+      const out = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: key, IfNoneMatch: options.ifNoneMatch ? `"${options.ifNoneMatch}"` : undefined }),
+      );
+      // A view of the bytes the SDK collected, not a copy: an index can be a hundred megabytes.
+      const bytes = await out.Body!.transformToByteArray();
+      const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       return { body, size: body.length, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) };
     } catch (err) {
+      if (options.ifNoneMatch && statusOf(err) === 304) {
+        return { body: Buffer.alloc(0), size: 0, etag: options.ifNoneMatch, lastModified: new Date(0), notModified: true };
+      }
       return this.absentOrThrow(err, 'GetObject', key);
     }
   }

@@ -5,7 +5,7 @@
  */
 import { type DatastoreIndex, type LiveIndex, emptyIndex, publishIndex } from '../../lambda/lib';
 import { indexEntry } from '../helpers/factories';
-import { connectStore, putIndex, readIndex, summarize, testStore } from '../helpers/s3';
+import { connectStore, putIndex, putObject, readIndex, summarize, testStore } from '../helpers/s3';
 
 /** A planner that adds `entries` to whatever is live, counting its calls. */
 function adding(...keys: string[]): { plan: (live: LiveIndex) => Promise<DatastoreIndex | undefined>; calls: LiveIndex[] } {
@@ -53,5 +53,18 @@ describe('publishIndex plans', () => {
 
     expect(planner.calls.map((live) => live.state)).toEqual(['absent', 'valid']);
     expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/client']);
+  });
+});
+
+describe('S3Store.get with ifNoneMatch', () => {
+  it('answers notModified without the bytes while the object keeps that ETag, and the object once it changed', async () => {
+    const store = await testStore();
+    const etag = await putObject(store, 'k', 'first');
+    expect(await store.get('k', { ifNoneMatch: etag })).toMatchObject({ notModified: true, etag, size: 0 });
+    await putObject(store, 'k', 'second');
+    const changed = await store.get('k', { ifNoneMatch: etag });
+    expect(changed?.notModified).toBeUndefined();
+    expect(changed?.body.toString()).toBe('second');
+    expect(await store.get('missing', { ifNoneMatch: etag })).toBeUndefined();
   });
 });
