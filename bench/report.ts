@@ -20,9 +20,9 @@ export interface Row {
 
 const pad = (text: string, width: number, right = false): string => (right ? text.padStart(width) : text.padEnd(width));
 
-/** A plain-text table: name, median seconds, speed against the floor, requests, note. */
+/** A plain-text table: name, median seconds, speedup over the floor (floor / row: above 1 is faster), requests, note. */
 export function table(rows: readonly Row[]): string {
-  const head = ['', 'median s', 'vs floor', 'requests', ''];
+  const head = ['', 'median s', 'speedup', 'requests', ''];
   const cells = rows.map((r) => [
     r.name,
     r.seconds === undefined ? '-' : r.seconds.toFixed(3),

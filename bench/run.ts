@@ -20,7 +20,8 @@ import { type Row, median, table } from './report';
 import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneList, rcloneVersion } from './rows';
 
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--parallelism N] [--runs N]
-                       [--index-entries N] [--moto-objects N] [--no-moto] [--no-rclone] [--quick] [--json]`;
+                       [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
+                       [--quick] [--json]`;
 
 interface Options {
   readonly objects: number;
@@ -28,6 +29,8 @@ interface Options {
   readonly parallelism: number;
   readonly runs: number;
   readonly indexEntries: number;
+  /** Objects of the root a real parallel heal is measured on for its peak RSS; 0 skips it. */
+  readonly healEntries: number;
   readonly motoObjects: number;
   readonly rclone: boolean;
   readonly json: boolean;
@@ -42,6 +45,7 @@ function options(): Options {
       parallelism: { type: 'string' },
       runs: { type: 'string' },
       'index-entries': { type: 'string' },
+      'heal-entries': { type: 'string' },
       'moto-objects': { type: 'string' },
       'no-moto': { type: 'boolean' },
       'no-rclone': { type: 'boolean' },
@@ -68,6 +72,7 @@ function options(): Options {
     parallelism: int('parallelism', 16),
     runs: int('runs', quick ? 1 : 3),
     indexEntries: int('index-entries', quick ? 200_000 : 1_000_000),
+    healEntries: int('heal-entries', quick ? 0 : 1_000_000, 0),
     motoObjects: values['no-moto'] ? 0 : int('moto-objects', quick ? 300 : 2_000, 0),
     rclone: !values['no-rclone'],
     json: values.json ?? false,
@@ -77,15 +82,17 @@ function options(): Options {
 
 const log = (text: string): void => void process.stderr.write(`${text}\n`);
 
-/** Runs `bench/offline-child.ts` in a fresh process and returns its JSON line. */
-function offline(args: string[]): Record<string, number> {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', join(__dirname, 'offline-child.ts'), ...args], {
+/** Runs `bench/<script>` in a fresh process and returns its last line, JSON. */
+function child(script: string, args: string[]): Record<string, number> {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', join(__dirname, script), ...args], {
     encoding: 'utf8',
     maxBuffer: 1 << 20,
   });
-  if (child.status !== 0) throw new Error(`offline-child ${args.join(' ')} failed: ${child.stderr}`);
-  return JSON.parse(child.stdout.trim().split('\n').pop()!) as Record<string, number>;
+  if (run.status !== 0) throw new Error(`${script} ${args.join(' ')} failed: ${run.stderr}`);
+  return JSON.parse(run.stdout.trim().split('\n').pop()!) as Record<string, number>;
 }
+
+const offline = (args: string[]): Record<string, number> => child('offline-child.ts', args);
 
 /** Medians of each measure over `runs` rounds, the measures taking turns within a round. */
 async function rounds(runs: number, measures: Record<string, () => Promise<Timing>>): Promise<Record<string, Timing[]>> {
@@ -121,6 +128,7 @@ async function main(): Promise<void> {
   const target: Target = { endpoint: model.endpoint, bucket: 'bench', prefix: 'root' };
   const rclone = o.rclone ? rcloneVersion() : undefined;
   let timings: Record<string, Timing[]>;
+  let fullHeal: Record<string, number> | undefined;
   const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 16': { checkers: 16 } };
   try {
     await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
@@ -140,6 +148,11 @@ async function main(): Promise<void> {
       }
     }
     timings = await rounds(o.runs, measures);
+    if (o.healEntries > 0) {
+      log(`s3-model: a parallel heal of ${o.healEntries} objects in a child process, for its peak RSS`);
+      await model.seed('bench-large', { count: o.healEntries, prefix: target.prefix, layout: 'swamp' });
+      fullHeal = child('heal-child.ts', [model.endpoint, 'bench-large', target.prefix, String(o.parallelism)]);
+    }
   } finally {
     await model.stop();
   }
@@ -214,6 +227,12 @@ async function main(): Promise<void> {
       `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
     `delta of ${delta.events} events on ${delta.entries} entries (latestChanges + applyChanges): median ${delta.medianMs.toFixed(1)} ms`,
   );
+  if (fullHeal) {
+    out.push(
+      `parallel heal of an unindexed ${o.healEntries}-object root on the model (child process): ${fullHeal.seconds.toFixed(1)} s, ` +
+        `peak RSS ${fullHeal.peakRssMb.toFixed(0)} MiB (${fullHeal.baselineRssMb.toFixed(0)} MiB before), ${fullHeal.requests} requests`,
+    );
+  }
   process.stdout.write(`${out.join('\n')}\n`);
   if (o.json) {
     const result = {
@@ -234,6 +253,9 @@ async function main(): Promise<void> {
       peakRssMb1M: index.peakRssMb,
       indexBuildS: index.totalMs / 1000,
       delta1kOn100kMs: delta.medianMs,
+      healEntries: fullHeal ? o.healEntries : null,
+      healPeakRssMb: fullHeal ? fullHeal.peakRssMb : null,
+      healSeconds: fullHeal ? fullHeal.seconds : null,
       moto: moto
         ? { objects: o.motoObjects, rawSequentialS: med(moto.raw), healSequentialS: med(moto.healSequential), healParallelS: med(moto.healParallel) }
         : null,
