@@ -9,10 +9,13 @@
  *
  * Where to cut comes from the store itself. A delimiter listing (`Delimiter: '/'`) of a folder returns
  * its sub-folders, which are good boundaries: the first one of the root, at the start; later, whenever a
- * slice turns out to hold more than a page and fewer slices are running than wanted, the folders around
- * the slice's position are probed (after that position) and the rest of the slice is cut at the
- * sub-folders found, coarse ones first. A folder holding only objects is cut by extrapolating the keys a
- * probe returned (`obj/000001999` after `obj/000000999` suggests `obj/000002`, `obj/000003`…).
+ * slice turns out to hold more than a page and fewer slices are running than requests may be in flight,
+ * the folder around the slice's position is probed (after that position; one level deeper next time when
+ * it holds nothing to cut at) and the rest of the slice is cut at the sub-folders found, as often as makes
+ * slices of a few pages. A sub-folder cut at becomes a slice that lists that folder alone (its prefix, so
+ * nothing is read past its end), then whatever lies between it and the next cut. A folder holding only
+ * objects is cut by extrapolating the page just read: its keys, read as fractions over the characters they
+ * use, say how far on another few pages' worth of keys should end.
  */
 import { ConfigError, IndexerError } from './errors';
 import type { Lister } from './list';
@@ -30,7 +33,7 @@ export interface ParallelListOptions {
 const MIN_SLICE_PAGES = 3;
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
 const MAX_FAILED_SPLITS = 4;
-/** Folder levels probed at once when cutting a slice: its siblings' and its own sub-folders. */
+/** Folder levels probed at once when cutting a slice; one, going a level deeper when it finds nothing (fewer requests than two). */
 const LEVELS = 1;
 
 const HIGH_UNITS = /[\uD800-\uFFFF]/;
