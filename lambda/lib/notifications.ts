@@ -47,12 +47,14 @@ function optionalString(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** The change of one S3 notification record (`Records[i]`), or undefined for an event kind that changes no object list. */
-export function changeFromS3Record(record: unknown): ObjectChange | undefined {
-  if (!isRecord(record) || !isRecord(record.s3)) return undefined;
-  const name = typeof record.eventName === 'string' ? record.eventName.replace(/^s3:/, '') : '';
-  const kind = name.startsWith('ObjectCreated:') ? 'created' : name.startsWith('ObjectRemoved:') ? 'removed' : undefined;
-  const { bucket, object } = record.s3;
+/** The change both event shapes describe with `bucket.name`, `object.key` (URL-encoded), size, ETag and sequencer. */
+function changeOf(
+  kind: ObjectChange['kind'] | undefined,
+  bucket: unknown,
+  object: unknown,
+  etagField: 'eTag' | 'etag',
+  time: unknown,
+): ObjectChange | undefined {
   if (!kind || !isRecord(bucket) || !isRecord(object) || typeof object.key !== 'string' || typeof bucket.name !== 'string') return undefined;
   const key = decodedKey(object.key);
   if (key === undefined) return undefined;
@@ -61,10 +63,18 @@ export function changeFromS3Record(record: unknown): ObjectChange | undefined {
     key,
     kind,
     size: kind === 'created' ? sizeOf(object.size) : undefined,
-    etag: kind === 'created' ? optionalString(object.eTag) : undefined,
+    etag: kind === 'created' ? optionalString(object[etagField]) : undefined,
     sequencer: optionalString(object.sequencer),
-    eventTime: normalizeEventTime(record.eventTime),
+    eventTime: normalizeEventTime(time),
   };
+}
+
+/** The change of one S3 notification record (`Records[i]`), or undefined for an event kind that changes no object list. */
+export function changeFromS3Record(record: unknown): ObjectChange | undefined {
+  if (!isRecord(record) || !isRecord(record.s3)) return undefined;
+  const name = typeof record.eventName === 'string' ? record.eventName.replace(/^s3:/, '') : '';
+  const kind = name.startsWith('ObjectCreated:') ? 'created' : name.startsWith('ObjectRemoved:') ? 'removed' : undefined;
+  return changeOf(kind, record.s3.bucket, record.s3.object, 'eTag', record.eventTime);
 }
 
 /** The change of an S3 EventBridge event ("Object Created" / "Object Deleted"), or undefined for any other event. */
@@ -72,19 +82,7 @@ export function changeFromEventBridge(event: unknown): ObjectChange | undefined 
   if (!isRecord(event) || event.source !== 'aws.s3' || !isRecord(event.detail)) return undefined;
   const type = event['detail-type'];
   const kind = type === 'Object Created' ? 'created' : type === 'Object Deleted' ? 'removed' : undefined;
-  const { bucket, object } = event.detail;
-  if (!kind || !isRecord(bucket) || !isRecord(object) || typeof object.key !== 'string' || typeof bucket.name !== 'string') return undefined;
-  const key = decodedKey(object.key);
-  if (key === undefined) return undefined;
-  return {
-    bucket: bucket.name,
-    key,
-    kind,
-    size: kind === 'created' ? sizeOf(object.size) : undefined,
-    etag: kind === 'created' ? optionalString(object.etag) : undefined,
-    sequencer: optionalString(object.sequencer),
-    eventTime: normalizeEventTime(event.time),
-  };
+  return changeOf(kind, event.detail.bucket, event.detail.object, 'etag', event.time);
 }
 
 /**
