@@ -3,6 +3,7 @@
  * so that measuring the index build measures the library, not the generator.
  */
 import type { Lister, ListPage } from '../lambda/lib';
+import { isoTime } from '../lambda/lib/list-xml';
 
 const TYPES = ['aws/ec2', 'aws/iam-role', 'aws/s3', 'cloudflare/zone', 'gcp/compute', 'github/repo', 'k8s/deployment', 'k8s/pod'];
 const WORKFLOWS = ['backup-verify', 'cost-report', 'drift-check', 'nightly-sync', 'patch-hosts', 'rotate-keys'];
@@ -39,8 +40,8 @@ export function syntheticLister(count: number, pageSize = 1000): Lister {
           // A fresh string, as a parsed answer gives, not a slice of something bigger.
           key: Buffer.from(prefix + syntheticKey(i, count)).toString('latin1'),
           size: 64 + ((i * 7919) % 65536),
-          // Seconds spread over 30 days: about one object in three shares its second with another.
-          lastModified: new Date(T0 - Math.floor((i * 2.5) % 2_592_000) * 1000),
+          // Seconds spread over 30 days: about one object in three shares its second (and, as read, its string) with another.
+          lastModified: isoTime(new Date(T0 - Math.floor((i * 2.5) % 2_592_000) * 1000)),
           etag: ((i * 40503) >>> 0).toString(16).padStart(8, '0').repeat(4),
         });
       }

@@ -10,11 +10,11 @@
 
 import { isAscii } from 'node:buffer';
 
-/** One listed object, as S3 reports it; `etag` without quotes. */
+/** One listed object, as S3 reports it; `lastModified` in `toISOString`'s form, `etag` without quotes. */
 export interface ListedEntry {
   readonly key: string;
   readonly size: number;
-  readonly lastModified: Date;
+  readonly lastModified: string;
   readonly etag: string;
 }
 
@@ -82,7 +82,7 @@ function parseIsoTime(s: string, at: number, end: number): number {
 /**
  * The ISO strings of instants seen lately, one slot per second modulo the size. The reader fills it with
  * the times as S3 wrote them (when in `toISOString`'s form), and `isoTime` serves them: objects of the
- * same instant share one string, and no `toISOString` runs for a time just read. A lookup allocates
+ * same instant share one string, and no `toISOString` runs for a time already seen. A lookup allocates
  * nothing (a Map keyed by time would cost more than the strings it saves).
  */
 const ISO_SLOTS = 8192;
@@ -163,25 +163,34 @@ class PageReader {
     return this.text(start, end).replace(/^W\//, '').replace(/^"|"$/g, '');
   }
 
-  /** A timestamp; the usual S3 form is read directly, others as `Date` reads them. */
-  private time(from: number, to: number): Date {
+  /**
+   * A timestamp as `toISOString` writes it. The usual S3 form is checked digit by digit and kept as written
+   * (no Date, no `toISOString`), shared with earlier objects of the same instant; others are read as `Date`
+   * reads them and written out again.
+   */
+  private time(from: number, to: number): string {
     if (!this.find(LAST_MODIFIED, from, to)) throw new Unrecognised('a <Contents> without <LastModified>');
-    const ms = parseIsoTime(this.xml, this.start, this.end);
-    if (Number.isNaN(ms)) return new Date(this.text(this.start, this.end));
-    // Written as toISOString writes it: keep that text for isoTime (no toISOString needed later).
-    const slot = isoSlot(ms);
-    if (this.end - this.start === 24 && isoSlotTimes[slot] !== ms) {
-      isoSlotTimes[slot] = ms;
-      isoSlotTexts[slot] = this.bytes.toString('latin1', this.start, this.end);
+    const { start, end } = this;
+    const ms = parseIsoTime(this.xml, start, end);
+    if (Number.isNaN(ms)) {
+      const date = new Date(this.text(start, end));
+      if (Number.isNaN(date.getTime())) throw new Unrecognised('a <LastModified> it cannot read');
+      return isoTime(date);
     }
-    return new Date(ms);
+    if (end - start !== 24) return isoTime(new Date(ms));
+    const slot = isoSlot(ms);
+    if (isoSlotTimes[slot] !== ms) {
+      isoSlotTimes[slot] = ms;
+      isoSlotTexts[slot] = this.bytes.toString('latin1', start, end);
+    }
+    return isoSlotTexts[slot];
   }
 
   object(from: number, to: number): ListedEntry {
     const key = this.textOf(KEY, from, to);
     const size = this.find(SIZE, from, to) ? digits(this.xml, this.start, this.end - this.start) : NaN;
     const lastModified = this.time(from, to);
-    if (!key || !Number.isSafeInteger(size) || Number.isNaN(lastModified.getTime())) {
+    if (!key || !Number.isSafeInteger(size)) {
       throw new Unrecognised('a <Contents> without a usable Key, Size or LastModified');
     }
     return { key, size, lastModified, etag: this.etagOf(from, to) };

@@ -1,7 +1,6 @@
 /** Listing a datastore root: pages streamed from S3 and sorted into the scopes they belong to. */
 import type { ListedObject } from './index-file';
 import { NAMESPACE_MARKER, SHARD_DIR, isInternalKey, namespaceOfMarker, topFolder } from './keys';
-import { isoTime } from './list-xml';
 import { type DatastoreRoot, rootBase } from './root';
 import type { ListPage, S3Store } from './s3';
 
@@ -46,7 +45,7 @@ export async function listScopes(store: S3Store, base: string, lister: Lister = 
         const ns = namespaceOfMarker(rel);
         if (ns !== undefined) namespaces.add(ns);
       }
-      all.set(rel, { key: rel, size: object.size, lastModified: isoTime(object.lastModified) });
+      all.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
     }
   }
   const listingMs = Date.now() - startedAt;

@@ -8,6 +8,7 @@ import { type HealOptions, type HealReport, healRoot } from './heal';
 import type { IndexEntry, ListedObject } from './index-file';
 import { CONTROL_DIR } from './keys';
 import { type Lister, listScopes } from './list';
+import { isoTime } from './list-xml';
 import { baseIndexOf, readLiveIndex } from './live-index';
 import { type DatastoreRoot, type IndexScope, rootBase } from './root';
 import type { ListPage, S3Store } from './s3';
@@ -98,12 +99,15 @@ async function loadParts(store: S3Store, parts: readonly string[]): Promise<List
   for (const key of parts) {
     const part = await store.get(key);
     if (!part) return undefined;
+    const start = objects.length;
     try {
       const rows = JSON.parse(part.body.toString('utf8')) as PartRow[];
-      for (const [k, size, lastModified, etag] of rows) objects.push({ key: k, size, lastModified: new Date(lastModified), etag });
+      for (const [k, size, lastModified, etag] of rows) objects.push({ key: k, size, lastModified, etag });
     } catch {
       return undefined;
     }
+    // Written by toISOString; anything else reads as the heal always read it (an unreadable time throws, as it did).
+    for (let i = start; i < objects.length; i++) objects[i].lastModified = isoTime(new Date(objects[i].lastModified));
   }
   return objects;
 }
@@ -156,7 +160,7 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
     const objectsListed = earlier.length + fresh.length;
     if (!saving) return { status: 'incomplete', objectsListed, lastKey: lastKey ?? '', invocations, listingMs: Date.now() - runStarted };
     const partKey = `${base}${REPAIR_PARTS_DIR}${String(invocations).padStart(5, '0')}-${runStarted}.json`;
-    const rows: PartRow[] = fresh.map((o) => [o.key, o.size, o.lastModified.toISOString(), o.etag]);
+    const rows: PartRow[] = fresh.map((o) => [o.key, o.size, o.lastModified, o.etag]);
     await store.put(partKey, JSON.stringify(rows));
     const next: RepairProgress = {
       version: 1,

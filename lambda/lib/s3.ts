@@ -16,7 +16,7 @@ import {
   IndexerError,
   S3UnavailableError,
 } from './errors';
-import { parseListObjectsV2, type ListObjectsPage } from './list-xml';
+import { isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
 import type { S3Settings } from './root';
 
 /** An object's metadata; `etag` without quotes. */
@@ -33,9 +33,9 @@ export interface StoredObject extends ObjectInfo {
   readonly notModified?: true;
 }
 
-/** One ListObjectsV2 page: objects with full keys, and common prefixes when a delimiter was given. */
+/** One ListObjectsV2 page: objects with full keys and `toISOString` times, and common prefixes when a delimiter was given. */
 export interface ListPage {
-  readonly objects: { key: string; size: number; lastModified: Date; etag: string }[];
+  readonly objects: { key: string; size: number; lastModified: string; etag: string }[];
   readonly prefixes: string[];
   /** True when more pages follow (set by `S3Store.listPages`). */
   readonly truncated?: boolean;
@@ -244,7 +244,7 @@ export class S3Store {
         objects: (out.Contents ?? []).map((o) => ({
           key: o.Key ?? '',
           size: o.Size ?? 0,
-          lastModified: o.LastModified ?? new Date(0),
+          lastModified: isoTime(o.LastModified ?? new Date(0)),
           etag: unquoteEtag(o.ETag),
         })),
         prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),

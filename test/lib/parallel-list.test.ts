@@ -58,7 +58,7 @@ function memoryStore(keys: Iterable<string>, options: { failAfter?: number } = {
           prefixes.push(common);
           while (i < sorted.length && sorted[i].startsWith(common)) i++;
         } else {
-          objects.push({ key, size: key.length, lastModified: new Date(0), etag: 'e' });
+          objects.push({ key, size: key.length, lastModified: '1970-01-01T00:00:00.000Z', etag: 'e' });
           i++;
         }
       }
