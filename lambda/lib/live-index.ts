@@ -3,7 +3,7 @@ import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serialize
 import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, partitionOf } from './keys';
 import { listShardPartitions } from './list';
 import { type IndexScope, scopeBase } from './root';
-import type { S3Store, WriteCondition } from './s3';
+import type { S3Store, StoredObject, WriteCondition } from './s3';
 
 /** Which index layout a scope uses. */
 export type Layout = 'monolith' | 'shards';
@@ -78,6 +78,20 @@ function parseMeta(bytes: Buffer): ShardMeta | undefined {
   }
 }
 
+/** A read started before it is known to be needed: dropped, it is aborted and its failure ignored. */
+interface SpeculativeRead {
+  readonly result: Promise<StoredObject | undefined>;
+  readonly drop: () => void;
+}
+
+function speculativeGet(store: S3Store, key: string, options: { readonly ifNoneMatch?: string }): SpeculativeRead {
+  const controller = new AbortController();
+  const result = store.get(key, { ...options, abortSignal: controller.signal });
+  // Handled here so a dropped read never surfaces as an unhandled rejection; a used one is awaited and throws there.
+  result.catch(() => undefined);
+  return { result, drop: () => controller.abort() };
+}
+
 /**
  * Reads a scope's live index. A `_meta.json` of version 2 means shards; so do shard objects
  * seen in a listing (`shardPartitions`) when the manifest is missing, as clients rebuild it then.
@@ -89,27 +103,39 @@ export async function readLiveIndex(
   known?: KnownIndex,
 ): Promise<LiveIndex> {
   const base = scopeBase(scope);
-  const metaObject = await store.get(base + SHARD_META_KEY);
-  const meta = metaObject ? parseMeta(metaObject.body) : undefined;
-  if (metaObject && !meta) {
-    // A manifest that does not parse still marks a shard-first root if shards exist beside it.
-    const partitions = shardPartitions ?? (await listShardPartitions(store, base));
-    if (partitions.length > 0) {
-      const seq = /"commitSeq"\s*:\s*(\d+)/.exec(metaObject.body.toString('utf8'));
-      const rebuilt: ShardMeta = { version: 2, partitions: [...partitions].sort(), commitSeq: seq ? Number(seq[1]) : 0 };
-      const shards = await readShards(store, base, rebuilt, metaObject.etag);
-      const bad: UnreadablePart = { key: base + SHARD_META_KEY, reason: 'the shard manifest _meta.json is unreadable', bytes: metaObject.body, etag: metaObject.etag };
-      const parts = [bad, ...(shards.state === 'unreadable' ? shards.parts : [])];
-      const salvaged = shards.state === 'valid' ? shards.index : shards.state === 'unreadable' ? shards.salvaged : undefined;
-      return { state: 'unreadable', layout: 'shards', ...bad, parts, salvaged, shards: shards.shards };
-    }
-  }
-  if (meta || (!metaObject && shardPartitions && shardPartitions.length > 0)) {
-    return readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
-  }
   const key = base + INDEX_KEY;
   // Still the version we wrote (same ETag): not downloaded (a conditional read) or at least not parsed again.
-  const object = await store.get(key, known ? { ifNoneMatch: known.etag } : {});
+  const indexOptions = known ? { ifNoneMatch: known.etag } : {};
+  // The monolith is read alongside the manifest (one round trip, not two) unless listed shards already
+  // decide for shards; when the manifest decides for shards it is aborted, so a stale monolith is not downloaded.
+  const monolith = shardPartitions && shardPartitions.length > 0 ? undefined : speculativeGet(store, key, indexOptions);
+  try {
+    const metaObject = await store.get(base + SHARD_META_KEY);
+    const meta = metaObject ? parseMeta(metaObject.body) : undefined;
+    if (metaObject && !meta) {
+      // A manifest that does not parse still marks a shard-first root if shards exist beside it.
+      const partitions = shardPartitions ?? (await listShardPartitions(store, base));
+      if (partitions.length > 0) {
+        monolith?.drop();
+        const seq = /"commitSeq"\s*:\s*(\d+)/.exec(metaObject.body.toString('utf8'));
+        const rebuilt: ShardMeta = { version: 2, partitions: [...partitions].sort(), commitSeq: seq ? Number(seq[1]) : 0 };
+        const shards = await readShards(store, base, rebuilt, metaObject.etag);
+        const bad: UnreadablePart = { key: base + SHARD_META_KEY, reason: 'the shard manifest _meta.json is unreadable', bytes: metaObject.body, etag: metaObject.etag };
+        const parts = [bad, ...(shards.state === 'unreadable' ? shards.parts : [])];
+        const salvaged = shards.state === 'valid' ? shards.index : shards.state === 'unreadable' ? shards.salvaged : undefined;
+        return { state: 'unreadable', layout: 'shards', ...bad, parts, salvaged, shards: shards.shards };
+      }
+    }
+    if (meta || (!metaObject && shardPartitions && shardPartitions.length > 0)) {
+      monolith?.drop();
+      return await readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
+    }
+  } catch (err) {
+    // The manifest's error (or the shards') is the one to report, whatever became of the monolith's read.
+    monolith?.drop();
+    throw err;
+  }
+  const object = await (monolith?.result ?? store.get(key, indexOptions));
   if (!object) return { state: 'absent', layout: 'monolith' };
   if (known && (object.notModified || object.etag === known.etag)) return { state: 'valid', layout: 'monolith', index: known.index, etag: known.etag };
   const parsed = parseIndex(object.body);

@@ -50,6 +50,12 @@ export type WriteResult = { readonly status: 'written'; readonly etag: string } 
 /** The store answered a conditional request with "not implemented": fall back to the lock alone. */
 export class ConditionalWritesUnsupportedError extends IndexerError {}
 
+/** Options of a read. */
+export interface GetOptions {
+  readonly ifNoneMatch?: string;
+  readonly abortSignal?: AbortSignal;
+}
+
 /** Options of a listing. */
 export interface ListOptions {
   readonly prefix: string;
@@ -257,11 +263,13 @@ export class S3Store {
   /**
    * Reads an object whole, or undefined when it does not exist. With `ifNoneMatch` (an ETag without
    * quotes), an object that still has that ETag is not sent again: the answer says `notModified`.
+   * `abortSignal` stops the request (and the download of its body); the read then fails.
    */
-  async get(key: string, options: { readonly ifNoneMatch?: string } = {}): Promise<StoredObject | undefined> {
+  async get(key: string, options: GetOptions = {}): Promise<StoredObject | undefined> {
     try {
       const out = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: key, IfNoneMatch: options.ifNoneMatch ? `"${options.ifNoneMatch}"` : undefined }),
+        options.abortSignal ? { abortSignal: options.abortSignal } : undefined,
       );
       // A view of the bytes the SDK collected, not a copy: an index can be a hundred megabytes.
       const bytes = await out.Body!.transformToByteArray();
