@@ -93,6 +93,24 @@ function estimatedLength(index: DatastoreIndex): number {
   return bytes;
 }
 
+const PLAIN_FIELDS = ['key', 'size', 'lastModified'];
+
+/** True when `JSON.stringify(entry)` would write exactly `{"key":…,"size":…,"lastModified":…}`, in that order. */
+function isPlainEntry(key: string, entry: IndexEntry): boolean {
+  if (entry.key !== key || typeof entry.size !== 'number' || !Number.isFinite(entry.size) || typeof entry.lastModified !== 'string') return false;
+  if (entry.toJSON !== undefined) return false;
+  let n = 0;
+  for (const field in entry) if (field !== PLAIN_FIELDS[n++]) return false;
+  return n === 3;
+}
+
+/** `"key":{entry}` as JSON; the usual entry is written by hand, its key quoted once (stringifying it twice costs more). */
+function entryJson(key: string, entry: IndexEntry): string {
+  const quoted = JSON.stringify(key);
+  if (isPlainEntry(key, entry)) return `${quoted}:{"key":${quoted},"size":${entry.size},"lastModified":${JSON.stringify(entry.lastModified)}}`;
+  return `${quoted}:${JSON.stringify(entry)}`;
+}
+
 /**
  * Serialises an index as compact JSON, entry by entry, straight into one buffer: no giant string and no
  * list of chunks copied again at the end, so a million entries (about 150 MB of JSON) need little more
@@ -130,7 +148,7 @@ export function serializeIndex(index: DatastoreIndex): Buffer {
   pending.push(JSON.stringify(head).slice(0, -1), ',"entries":{');
   let first = true;
   for (const [key, entry] of index.entries) {
-    pending.push(`${first ? '' : ','}${JSON.stringify(key)}:${JSON.stringify(entry)}`);
+    pending.push(`${first ? '' : ','}${entryJson(key, entry)}`);
     first = false;
     if (++entriesPending === 2048) flush();
   }

@@ -1,4 +1,4 @@
-import { cloneIndex, emptyIndex, entryFor, parseIndex, serializeIndex } from '../../lambda/lib';
+import { type IndexEntry, cloneIndex, emptyIndex, entryFor, parseIndex, serializeIndex } from '../../lambda/lib';
 import { datastoreIndex, indexEntry, indexJson, listedObject } from '../helpers/factories';
 
 /** Parses and fails the test with the reason when the bytes are not a valid index. */
@@ -107,6 +107,30 @@ describe('serializeIndex', () => {
     expect(parsed.version).toBe(1);
     expect(parsed.entries).toEqual({});
     expect(Date.parse(parsed.lastPulled)).toBeGreaterThanOrEqual(before - 1000);
+  });
+
+  it('writes every entry byte for byte as JSON.stringify does, plain or not', () => {
+    const entries = new Map<string, IndexEntry>();
+    const add = (key: string, entry: Record<string, unknown>): void => void entries.set(key, entry as IndexEntry);
+    add('plain', { key: 'plain', size: 5, lastModified: '2026-05-04T15:20:00.000Z' });
+    add('q "\\ \n \u0001 \u00e9 \u{1F600} \ud800 </x>', { key: 'q "\\ \n \u0001 \u00e9 \u{1F600} \ud800 </x>', size: 0, lastModified: 'odd "time"\n' });
+    add('numbers', { key: 'numbers', size: 1e21, lastModified: 'x' });
+    add('negative zero', { key: 'negative zero', size: -0, lastModified: 'x' });
+    add('not a number', { key: 'not a number', size: NaN, lastModified: 'x' });
+    add('infinite', { key: 'infinite', size: Infinity, lastModified: 'x' });
+    add('fraction', { key: 'fraction', size: 1.25, lastModified: 'x' });
+    add('other order', { size: 1, key: 'other order', lastModified: 'x' });
+    add('other key', { key: 'another', size: 1, lastModified: 'x' });
+    add('client fields', { key: 'client fields', size: 1, lastModified: 'x', sha256: 'abc', localMtime: 'y' });
+    add('numeric field', { key: 'numeric field', size: 1, lastModified: 'x', 7: 'seven' });
+    add('undefined field', { key: 'undefined field', size: 1, lastModified: 'x', sha256: undefined });
+    add('no time', { key: 'no time', size: 1, lastModified: 3 });
+    add('string size', { key: 'string size', size: '1', lastModified: 'x' });
+    add('toJSON', { key: 'toJSON', size: 1, lastModified: 'x', toJSON: () => ({ replaced: true }) });
+    add('inherited', Object.assign(Object.create({ inherited: 1 }) as object, { key: 'inherited', size: 1, lastModified: 'x' }));
+    const index = { version: 1 as const, lastPulled: '2026-05-04T15:24:03.000Z', entries, extra: {} };
+    const expected = `{"version":1,"lastPulled":"2026-05-04T15:24:03.000Z","entries":{${[...entries].map(([k, e]) => `${JSON.stringify(k)}:${JSON.stringify(e)}`).join(',')}}}`;
+    expect(serializeIndex(index).toString('utf8')).toBe(expected);
   });
 
   it('serialises an index larger than one chunk (over 1 MiB) whole', () => {
