@@ -99,15 +99,13 @@ async function loadParts(store: S3Store, parts: readonly string[]): Promise<List
   for (const key of parts) {
     const part = await store.get(key);
     if (!part) return undefined;
-    const start = objects.length;
     try {
       const rows = JSON.parse(part.body.toString('utf8')) as PartRow[];
-      for (const [k, size, lastModified, etag] of rows) objects.push({ key: k, size, lastModified, etag });
+      // Times were written by toISOString; one that does not read back (a RangeError) makes the part unusable too.
+      for (const [k, size, lastModified, etag] of rows) objects.push({ key: k, size, lastModified: isoTime(new Date(lastModified)), etag });
     } catch {
       return undefined;
     }
-    // Written by toISOString; anything else reads as the heal always read it (an unreadable time throws, as it did).
-    for (let i = start; i < objects.length; i++) objects[i].lastModified = isoTime(new Date(objects[i].lastModified));
   }
   return objects;
 }
@@ -139,7 +137,7 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
   if (progress) {
     const loaded = await loadParts(store, progress.parts);
     if (loaded) earlier = loaded;
-    else progress = undefined; // a part went missing: start over rather than heal from half a listing
+    else progress = undefined; // a part went missing or does not read: start over rather than heal from half a listing
   }
   const startedAt = progress ? Date.parse(progress.startedAt) : Date.now();
   const runStarted = Date.now();

@@ -58,6 +58,30 @@ describe('repairResumable', () => {
     );
   });
 
+  it.each([
+    ['is not JSON', (_: string) => '{not json'],
+    ['holds a time that does not read', (body: string) => body.replace(/"\d{4}-\d\d-\d\dT[^"]*"/, '"yesterday-ish"')],
+  ])('starts the listing over when a saved part %s, and still heals exactly', async (_what, corrupt) => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'rx', objects: 8 });
+    const short = { mode: 'repair' as const, remainingMs: () => 0, pageSize: 4 };
+    const run1 = await repairResumable(connectStore(store.bucket), seeded.root, short);
+    expect(run1).toMatchObject({ status: 'incomplete', invocations: 1 });
+    const [part] = await listKeys(store, `rx/${REPAIR_PARTS_DIR}`);
+    const body = (await readObject(store, part))!.toString('utf8');
+    const damaged = corrupt(body);
+    expect(damaged).not.toBe(body);
+    await putObject(store, part, damaged);
+
+    const run2 = await repairResumable(connectStore(store.bucket), seeded.root, short);
+    // Started over: this run is the first of a new listing, not the second of the old one.
+    expect(run2).toMatchObject({ status: 'incomplete', invocations: 1, objectsListed: 4 });
+    let run: ResumableRepairResult = run2;
+    for (let i = 0; i < 10 && run.status !== 'complete'; i++) run = await repairResumable(connectStore(store.bucket), seeded.root, short);
+    expect(run.status).toBe('complete');
+    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+  });
+
   it('in check mode saves nothing and writes nothing', async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'rk', objects: 8 });
