@@ -122,17 +122,16 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
           keptCopy ??= copyKey;
           emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
         }
+        const index = next;
+        const remember = (etag: string): void => void (known = { etag, index });
         let status: 'written' | 'conflict';
         try {
-          const index = next;
-          const remember = (etag: string): void => void (known = { etag, index });
-          status = await writeIndex(store, scope, live, next, conditional, remember);
+          status = await writeIndex(store, scope, live, index, conditional, remember);
         } catch (err) {
           if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
           conditional = false;
           emit({ event: 'conditional-writes-unsupported' });
-          const index = next;
-          status = await writeIndex(store, scope, live, next, false, (etag) => void (known = { etag, index }));
+          status = await writeIndex(store, scope, live, index, false, remember);
         }
         if (status === 'written') {
           writes++;
