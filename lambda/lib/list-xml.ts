@@ -91,15 +91,24 @@ const isoSlotTexts: string[] = new Array<string>(ISO_SLOTS);
 
 const isoSlot = (ms: number): number => Math.abs(Math.floor(ms / 1000)) % ISO_SLOTS;
 
+/** The ISO string of instant `ms` if one was kept lately. */
+function keptIso(ms: number): string | undefined {
+  const slot = isoSlot(ms);
+  return isoSlotTimes[slot] === ms ? isoSlotTexts[slot] : undefined;
+}
+
+/** Keeps `text` as the ISO string of instant `ms` and returns it. */
+function keepIso(ms: number, text: string): string {
+  const slot = isoSlot(ms);
+  isoSlotTimes[slot] = ms;
+  isoSlotTexts[slot] = text;
+  return text;
+}
+
 /** `date.toISOString()`, shared with other dates of the same instant read lately. */
 export function isoTime(date: Date): string {
   const ms = date.getTime();
-  const slot = isoSlot(ms);
-  if (isoSlotTimes[slot] !== ms) {
-    isoSlotTimes[slot] = ms;
-    isoSlotTexts[slot] = date.toISOString();
-  }
-  return isoSlotTexts[slot];
+  return keptIso(ms) ?? keepIso(ms, date.toISOString());
 }
 
 /** An element's open and close tags, built once. */
@@ -178,12 +187,7 @@ class PageReader {
       return isoTime(date);
     }
     if (end - start !== 24) return isoTime(new Date(ms));
-    const slot = isoSlot(ms);
-    if (isoSlotTimes[slot] !== ms) {
-      isoSlotTimes[slot] = ms;
-      isoSlotTexts[slot] = this.bytes.toString('latin1', start, end);
-    }
-    return isoSlotTexts[slot];
+    return keptIso(ms) ?? keepIso(ms, this.bytes.toString('latin1', start, end));
   }
 
   object(from: number, to: number): ListedEntry {
