@@ -108,7 +108,8 @@ export async function readLiveIndex(
   const indexOptions = known ? { ifNoneMatch: known.etag } : {};
   // The monolith is read alongside the manifest (one round trip, not two) unless listed shards already
   // decide for shards; when the manifest decides for shards it is aborted, so a stale monolith is not downloaded.
-  const monolith = shardPartitions && shardPartitions.length > 0 ? undefined : speculativeGet(store, key, indexOptions);
+  const listedShards = shardPartitions !== undefined && shardPartitions.length > 0;
+  const monolith = listedShards ? undefined : speculativeGet(store, key, indexOptions);
   try {
     const metaObject = await store.get(base + SHARD_META_KEY);
     const meta = metaObject ? parseMeta(metaObject.body) : undefined;
@@ -126,7 +127,7 @@ export async function readLiveIndex(
         return { state: 'unreadable', layout: 'shards', ...bad, parts, salvaged, shards: shards.shards };
       }
     }
-    if (meta || (!metaObject && shardPartitions && shardPartitions.length > 0)) {
+    if (meta || (!metaObject && listedShards)) {
       monolith?.drop();
       return await readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
     }
