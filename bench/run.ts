@@ -107,6 +107,15 @@ async function rounds(runs: number, measures: Record<string, () => Promise<Timin
   return out;
 }
 
+/** The rows measured on every endpoint: the floor and both heals. */
+function coreMeasures(target: Target, parallelism: number): Record<string, () => Promise<Timing>> {
+  return {
+    raw: () => rawSequential(target),
+    healSequential: () => heal(target, sequentialLister),
+    healParallel: () => heal(target, parallelLister({ concurrency: parallelism })),
+  };
+}
+
 const med = (timings: readonly Timing[] | undefined, pick: (t: Timing) => number = (t) => t.seconds): number | undefined =>
   timings && timings.length ? median(timings.map(pick)) : undefined;
 
@@ -132,11 +141,7 @@ async function main(): Promise<void> {
   const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 16': { checkers: 16 } };
   try {
     await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
-    const measures: Record<string, () => Promise<Timing>> = {
-      raw: () => rawSequential(target),
-      healSequential: () => heal(target, sequentialLister),
-      healParallel: () => heal(target, parallelLister({ concurrency: o.parallelism })),
-    };
+    const measures = coreMeasures(target, o.parallelism);
     if (rclone) {
       for (const [name, mode] of Object.entries(rcloneModes)) {
         measures[name] = async () => {
@@ -162,11 +167,7 @@ async function main(): Promise<void> {
     log(`moto: seeding ${o.motoObjects} objects`);
     const seeded = await seededMoto(o.motoObjects);
     try {
-      moto = await rounds(Math.min(o.runs, 3), {
-        raw: () => rawSequential(seeded.target),
-        healSequential: () => heal(seeded.target, sequentialLister),
-        healParallel: () => heal(seeded.target, parallelLister({ concurrency: o.parallelism })),
-      });
+      moto = await rounds(Math.min(o.runs, 3), coreMeasures(seeded.target, o.parallelism));
     } finally {
       await seeded.stop();
     }
