@@ -7,7 +7,8 @@
  *   datastore-indexer repair  --bucket b --prefix swamp --namespace team-b
  *
  * Exit codes: 0 done (check: every index true); 1 error, or files that failed to download;
- * 2 `check` found drift (an absent or unreadable index is drift).
+ * 2 `check` found drift (an absent or unreadable index is drift), or `repair` left an index as it was
+ * (its `_index/_meta.json` does not parse and does not say its layout).
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -113,6 +114,8 @@ function eventNotes(): (scope: string, event: PublishEvent) => void {
     if (event.event === 'lock-wait' && !waited.has(scope)) {
       waited.add(scope);
       warn(`waiting for the datastore lock of ${scope}, held by ${event.holder}`);
+    } else if (event.event === 'mirror-failed') {
+      warn(`warning: could not refresh the mirror partition file ${event.key} of ${scope}: ${event.error}`);
     } else if (event.event === 'conditional-writes-unsupported' && !unsupportedSaid) {
       unsupportedSaid = true;
       warn('warning: this store does not implement conditional writes; the datastore lock alone protects the index');
@@ -175,7 +178,8 @@ async function repair(flags: RepairFlags): Promise<number> {
     progress.stop();
     if (flags.json) printJson(repairJson(report, Date.now() - started));
     else repairLines(report).forEach(say);
-    return 0;
+    // An index left as it is (its manifest does not say its layout) is not healed: say so in the exit code.
+    return report.scopes.some((s) => s.held) ? 2 : 0;
   } finally {
     store.client.destroy();
   }
@@ -240,7 +244,7 @@ function program(): Command {
     .configureOutput({ outputError: (text, write) => write(`${NAME}: ${text.replace(/^error: /, '').replace(/\n(?=.)/g, ' ')}`) })
     .addHelpText(
       'after',
-      '\nExit codes: 0 done (check: every index true), 1 error or failed downloads, 2 check found drift.\n' +
+      '\nExit codes: 0 done (check: every index true), 1 error or failed downloads, 2 check found drift or repair left an index as it was.\n' +
         'Credentials come from the standard AWS chain (AWS_PROFILE, AWS_ACCESS_KEY_ID, …).',
     );
 

@@ -178,7 +178,7 @@ describe('healRoot on an unreadable index', () => {
     ['a JSON array', '[{"key":"data/a/b/c"}]'],
     ['foreign JSON', '{"foo":1}'],
     ['a wrong entry shape', '{"version":1,"entries":{"logs/x.log":{"key":"logs/x.log","size":"big"}}}'],
-  ])('keeps a copy of %s under _control/unreadable/ before writing the rebuilt index', async (_what, body) => {
+  ])('keeps a copy of %s under _control/datastore-indexer/unreadable/root/ before writing the rebuilt index', async (_what, body) => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'root', objects: 5 });
     await putObject(store, seeded.indexKey(), body);
@@ -187,7 +187,7 @@ describe('healRoot on an unreadable index', () => {
 
     const report = await healRoot(healer, seeded.root, { mode: 'repair' });
 
-    const copies = await listKeys(store, 'root/_control/unreadable/');
+    const copies = await listKeys(store, 'root/_control/datastore-indexer/unreadable/root/');
     expect(copies).toHaveLength(1);
     expect(copies[0]).toMatch(/^root\/_control\/unreadable\/\d{4}-\d\d-\d\dT[\d-]+Z-\.datastore-index\.json$/);
     expect((await readObject(store, copies[0]))!.equals(Buffer.from(body))).toBe(true);
@@ -201,7 +201,7 @@ describe('healRoot on an unreadable index', () => {
     expect(puts.indexOf(copies[0])).toBeLessThan(puts.indexOf(seeded.indexKey()));
     // the copy is internal: a second repair neither indexes it nor copies again
     await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
-    expect(await listKeys(store, 'root/_control/unreadable/')).toEqual(copies);
+    expect(await listKeys(store, 'root/_control/datastore-indexer/unreadable/root/')).toEqual(copies);
   });
 });
 
@@ -215,7 +215,7 @@ describe('healRoot on an unreadable namespace index', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    const copies = await listKeys(store, 'nsbad/team/_control/unreadable/');
+    const copies = await listKeys(store, 'nsbad/team/_control/datastore-indexer/unreadable/root/');
     expect(copies).toHaveLength(1);
     expect((await readObject(store, copies[0]))!.toString()).toBe('<html>not an index</html>');
     expect(await listKeys(store, 'nsbad/_control/')).toEqual([]);

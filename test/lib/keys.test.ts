@@ -11,7 +11,7 @@ describe('isInternalKey', () => {
     (key) => expect(isInternalKey(key)).toBe(false),
   );
 
-  it.each(['_index', '_index/', '_index/_meta.json', '_index/data--aws.json', '_index/a/b', '_control', '_control/', '_control/unreadable/x'])(
+  it.each(['_index', '_index/', '_index/_meta.json', '_index/data--aws.json', '_index/a/b', '_control', '_control/', '_control/datastore-indexer/unreadable/root/x'])(
     'treats %s (at or under _index/ or _control/) as internal',
     (key) => expect(isInternalKey(key)).toBe(true),
   );
