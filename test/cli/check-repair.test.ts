@@ -153,7 +153,7 @@ describe('datastore-indexer check and repair', () => {
     expect(repair.code).toBe(0);
     const report = JSON.parse(repair.stdout);
     expect(report).toMatchObject({ command: 'repair', published: true, indexes: [{ before: 'unreadable', published: true, added: 5 }] });
-    expect(report.indexes[0].keptCopy).toMatch(/^swamp\/_control\/unreadable\//);
+    expect(report.indexes[0].keptCopy).toMatch(/^swamp\/_control\/datastore-indexer\/unreadable\/root\//);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
   });
 

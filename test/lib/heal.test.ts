@@ -189,7 +189,7 @@ describe('healRoot on an unreadable index', () => {
 
     const copies = await listKeys(store, 'root/_control/datastore-indexer/unreadable/root/');
     expect(copies).toHaveLength(1);
-    expect(copies[0]).toMatch(/^root\/_control\/unreadable\/\d{4}-\d\d-\d\dT[\d-]+Z-\.datastore-index\.json$/);
+    expect(copies[0]).toMatch(/^root\/_control\/datastore-indexer\/unreadable\/root\/\d{4}-\d\d-\d\dT[\d-]+Z-\.datastore-index\.json$/);
     expect((await readObject(store, copies[0]))!.equals(Buffer.from(body))).toBe(true);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
     const root = scopeReport(report.scopes);
@@ -206,7 +206,7 @@ describe('healRoot on an unreadable index', () => {
 });
 
 describe('healRoot on an unreadable namespace index', () => {
-  it('keeps the copy inside the namespace and rebuilds only that index', async () => {
+  it("keeps the copy in the root's indexer folder, named by the namespace, and rebuilds only that index", async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'nsbad', objects: 3, namespaces: ['team'] });
     await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
@@ -215,10 +215,11 @@ describe('healRoot on an unreadable namespace index', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    const copies = await listKeys(store, 'nsbad/team/_control/datastore-indexer/unreadable/root/');
+    const copies = await listKeys(store, 'nsbad/_control/datastore-indexer/unreadable/ns/team/');
     expect(copies).toHaveLength(1);
     expect((await readObject(store, copies[0]))!.toString()).toBe('<html>not an index</html>');
-    expect(await listKeys(store, 'nsbad/_control/')).toEqual([]);
+    // nothing of the indexer's inside the namespace, where the delete permission does not reach
+    expect(await listKeys(store, 'nsbad/team/_control/')).toEqual([]);
     expect(summarize(await readIndex(store, seeded.indexKey('team')))).toEqual(seeded.expectedEntries('team'));
     expect(scopeReport(report.scopes)).toMatchObject({ published: false });
     expect((await listObjects(store, seeded.indexKey()))[0].etag).toBe(rootEtag);
