@@ -22,6 +22,7 @@ import {
   healAndHydrate,
   healRoot,
   namespaceExists,
+  refusedKeyReason,
   resolveDatastoreConfig,
   rootOf,
 } from '../lambda/lib';
@@ -44,12 +45,14 @@ interface DatastoreFlags {
 }
 
 interface HydrateFlags extends DatastoreFlags {
+  readonly allowEmpty?: true;
   readonly cache: string;
   readonly concurrency: number;
   readonly lockWait: number;
 }
 
 interface RepairFlags extends DatastoreFlags {
+  readonly allowEmpty?: true;
   readonly lockWait: number;
 }
 
@@ -133,13 +136,14 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       namespace,
       cacheDir,
       concurrency: flags.concurrency,
-      heal: { concurrency: flags.concurrency, publish: { lock: { waitMs: flags.lockWait * 1000 } }, onEvent: eventNotes() },
+      heal: { concurrency: flags.concurrency, publish: { lock: { waitMs: flags.lockWait * 1000 } }, onEvent: eventNotes(), refuseEmpty: !flags.allowEmpty },
       onHealed: () => progress.status('Comparing the cache with the index…'),
       onProgress: (done, total) => progress.update(done, total),
     });
     progress.stop();
-    const { refused, failed } = result.hydrate;
-    warnSome(refused.map((key) => `warning: refused key ${JSON.stringify(key)}: it would be written outside the cache folder`));
+    const { failed } = result.hydrate;
+    const refused = [...new Set([...result.scope.refusedKeys, ...result.hydrate.refused])].sort();
+    warnSome(refused.map((key) => `warning: refused key ${JSON.stringify(key)}: ${refusedKeyReason(key) ?? 'it would be written outside the cache folder'}`));
     warnSome(failed.map(({ key, error }) => `failed to pull ${JSON.stringify(key)}: ${error}`));
     if (flags.json) printJson(hydrateJson(result, cacheDir, Date.now() - started));
     else say(hydrateLine(result));
@@ -174,6 +178,7 @@ async function repair(flags: RepairFlags): Promise<number> {
       namespace,
       publish: { lock: { waitMs: flags.lockWait * 1000 } },
       onEvent: eventNotes(),
+      refuseEmpty: !flags.allowEmpty,
     });
     progress.stop();
     if (flags.json) printJson(repairJson(report, Date.now() - started));
@@ -220,6 +225,7 @@ function withDatastoreFlags(command: Command): Command {
 }
 
 const LOCK_WAIT = ['--lock-wait <seconds>', 'how long to wait for a busy datastore lock, as swamp clients do', seconds, 60] as const;
+const ALLOW_EMPTY = ['--allow-empty', 'create an empty index on a prefix that holds no object at all (else that is an error: a mistyped prefix)'] as const;
 
 /** Runs a command's action: its exit code, or one line on stderr and exit 1 for any error. */
 function action<F>(run: (flags: F) => Promise<number>): (flags: F) => Promise<void> {
@@ -258,10 +264,13 @@ function program(): Command {
     .requiredOption('--cache <dir>', 'the local cache folder to fill', folder)
     .option('--concurrency <n>', 'parallel downloads', wholeNumber(1, 256), 16)
     .option(...LOCK_WAIT)
+    .option(...ALLOW_EMPTY)
     .addHelpText(
       'after',
       '\nAn interrupted hydrate resumes where it stopped. Keys that would land outside the cache folder are refused\n' +
-        'with a warning and the rest is downloaded (exit 0); files that fail to download make the exit code 1.',
+        'with a warning and the rest is downloaded (exit 0); files that fail to download make the exit code 1.\n' +
+        'With --namespace the files land in <cache>/<namespace>/ (as current swamp clients keep them) and the\n' +
+        "namespace's index copy in <cache>/.datastore-index.json.",
     )
     .action(action(hydrate));
 
@@ -274,6 +283,7 @@ function program(): Command {
 
   withDatastoreFlags(cli.command('repair').description('Heal and publish the index (and each namespace index); download nothing.'))
     .option(...LOCK_WAIT)
+    .option(...ALLOW_EMPTY)
     .action(action(repair));
 
   return cli;

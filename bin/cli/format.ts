@@ -81,7 +81,8 @@ export function hydrateLine(result: HealAndHydrateReport): string {
     parts.push(`Also healed ${plural(others.length, 'other index', 'other indexes')} (${counts}).`);
   }
   parts.push(`Pulled ${plural(hydrate.pulled, 'file')} (${formatBytes(hydrate.bytes)}), ${hydrate.present} already present.`);
-  if (hydrate.refused.length > 0) parts.push(`Refused ${plural(hydrate.refused.length, 'key')} outside the cache folder.`);
+  const refused = new Set([...scope.refusedKeys, ...hydrate.refused]).size;
+  if (refused > 0) parts.push(`Refused ${plural(refused, 'key')} clients cannot store.`);
   if (hydrate.failed.length > 0) parts.push(`Failed to pull ${plural(hydrate.failed.length, 'file')}.`);
   return parts.join(' ');
 }

@@ -1,6 +1,7 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
+import { IndexerError } from './errors';
 import { isRefusedKey, partitionOf } from './keys';
 import { type Layout, type LiveIndex, baseIndexOf, readLiveIndex } from './live-index';
 import { type Lister, type ScopedListing, listScopes, parallelLister } from './list';
@@ -27,7 +28,12 @@ export interface HealOptions {
   /** Entries this much newer than the listing's start, or newer, are confirmed with HeadObject before removal. @default 300000 */
   readonly clockSkewMs?: number;
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
+  /** Stop with `EmptyDatastoreError` when the root (or namespace) holds no object at all, rather than create an empty index there (a mistyped prefix). @default false */
+  readonly refuseEmpty?: boolean;
 }
+
+/** A repair was asked of a prefix that holds no object at all: most likely a typo, so nothing is created there. */
+export class EmptyDatastoreError extends IndexerError {}
 
 /** What a heal found and did for one index. */
 export interface ScopeReport {
@@ -79,6 +85,9 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const listing = options.listing ?? (await listScopes(store, base, lister));
+  if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0) {
+    throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway');
+  }
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
