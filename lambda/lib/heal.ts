@@ -85,7 +85,7 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const listing = options.listing ?? (await listScopes(store, base, lister));
-  if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0) {
+  if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0 && (await holdsNothing(store, base))) {
     throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway');
   }
   const scopes: ScopeReport[] = [];
@@ -100,6 +100,12 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
     }
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs };
+}
+
+/** Confirms with one plain ListObjectsV2 request that `base` holds nothing (a missing bucket throws `BucketNotFoundError` here). */
+async function holdsNothing(store: S3Store, base: string): Promise<boolean> {
+  for await (const page of store.listPages({ prefix: base, maxKeys: 1 })) return page.objects.length === 0;
+  return true;
 }
 
 /** Heals one scope's index against its listing. */
