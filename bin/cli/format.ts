@@ -88,7 +88,7 @@ export function hydrateLine(result: HealAndHydrateReport): string {
 }
 
 function describeState(scope: ScopeReport): string {
-  if (scope.held) return `left as it is (${scope.held})`;
+  if (scope.held) return `index unreadable, left as it is (${scope.held})`;
   if (scope.indexState === 'absent') return 'index absent';
   if (scope.indexState === 'unreadable') return `index unreadable (${scope.unreadableReason})`;
   return `index of ${plural(entriesBefore(scope), 'entry', 'entries')}`;
@@ -260,7 +260,7 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
     pulled: hydrate.pulled,
     present: hydrate.present,
     bytes: hydrate.bytes,
-    refused: hydrate.refused,
+    refused: [...new Set([...scope.refusedKeys, ...hydrate.refused])].sort(),
     failed: hydrate.failed,
     seconds: seconds(elapsedMs),
   };

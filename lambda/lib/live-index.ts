@@ -186,7 +186,7 @@ export async function readLiveIndex(
         layout = { layout: 'dual-write', mirror: { meta: { version: 1, partitions: [] }, files: new Set(partitions) }, badManifest: bad, pending: 'the manifest is rebuilt from the monolith' };
       } else {
         monolith.drop();
-        const hold = `${bad.reason}, and it does not say which layout it was (version 1 or 2): left as it is`;
+        const hold = `${bad.reason}, and it names no version (1 or 2) to rebuild it by`;
         return { state: 'unreadable', layout: partitions.length > 0 ? 'shard-first' : 'dual-write', ...bad, parts: [bad], badManifest: bad, hold };
       }
     } else if (metaObject && read?.kind === 'v2') {

@@ -111,7 +111,7 @@ describe('the Lambda bundle repairing by direct invoke', () => {
 
     const repair = await invoke<DriftReport>(lambda, { action: 'repair' });
 
-    expect(repair.result.roots[0].scopes[0]).toMatchObject({ published: false, held: expect.stringContaining('does not say which layout') });
+    expect(repair.result.roots[0].scopes[0]).toMatchObject({ published: false, held: expect.stringContaining('names no version (1 or 2)') });
     const copies = await listKeys(store, 'um/_control/datastore-indexer/unreadable/root/');
     expect(copies).toHaveLength(1);
     const after = await snapshotBucket(store);

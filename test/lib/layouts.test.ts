@@ -255,7 +255,7 @@ describe('an unparsable _meta.json', () => {
     const before = await snapshotBucket(store);
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ indexState: 'unreadable', held: expect.stringContaining('does not say which layout') });
+    expect(check.scopes[0]).toMatchObject({ indexState: 'unreadable', held: expect.stringContaining('names no version (1 or 2)') });
     expect(await snapshotBucket(store)).toEqual(before);
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
