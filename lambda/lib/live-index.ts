@@ -36,6 +36,8 @@ export interface ShardState {
   readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
   /** Partition files that exist but the manifest does not list: adopted (rewritten with If-Match, then listed). */
   readonly orphans: ReadonlySet<string>;
+  /** Partitions the manifest lists whose file is missing (clients then fail: "index is corrupt"): written again. */
+  readonly missing: ReadonlySet<string>;
   /** The ETag of the record an earlier publish left when it stopped between its shards and its manifest. */
   readonly intentEtag?: string;
 }
@@ -223,7 +225,8 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
     store.head(publishIntentKey(scope)),
     Promise.all(all.map(async (p) => [p, await store.get(`${base}${SHARD_DIR}${p}.json`)] as const)),
   ]);
-  const shards: ShardState = { meta, metaEtag: metaObject.etag, shardEtags, byPartition, orphans, intentEtag: intent?.etag };
+  const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
+  const shards: ShardState = { meta, metaEtag: metaObject.etag, shardEtags, byPartition, orphans, missing, intentEtag: intent?.etag };
   // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
   for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
   const parts: UnreadablePart[] = [];
@@ -246,7 +249,9 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
   }
   const pending = intent
     ? 'an earlier publish stopped between its shards and its manifest'
-    : orphans.size > 0
+    : missing.size > 0
+      ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
+      : orphans.size > 0
       ? `partition files not in the manifest: ${[...orphans].sort().join(', ')}`
       : newer !== undefined
         ? `shard ${newer} is newer than the manifest`
@@ -307,7 +312,7 @@ export async function writeIndex(
   const changed = [...partitions].sort().filter((partition) => {
     const key = `${base}${SHARD_DIR}${partition}.json`;
     const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
-    return unreadable || shards.orphans.has(partition) || !sameEntries(shards.byPartition.get(partition), grouped.get(partition) ?? new Map());
+    return unreadable || shards.orphans.has(partition) || shards.missing.has(partition) || !sameEntries(shards.byPartition.get(partition), grouped.get(partition) ?? new Map());
   });
   const intentKey = publishIntentKey(scope);
   // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.

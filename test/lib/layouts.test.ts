@@ -230,6 +230,20 @@ describe('a shard-first root', () => {
     expect(again.scopes[0].pending).toBeUndefined();
   });
 
+  it('writes again a partition file the manifest lists but S3 lacks (clients call that index corrupt)', async () => {
+    const { store, root } = await shardFirstRoot('ms/');
+    const meta = (await readJson<ShardMeta>(store, 'ms/_index/_meta.json'))!;
+    await putObject(store, 'ms/_index/_meta.json', JSON.stringify({ ...meta, partitions: [...meta.partitions, 'audit'].sort() }));
+
+    const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
+    expect(check.scopes[0]).toMatchObject({ indexState: 'valid', drift: { missing: 0, stale: 0, resized: 0 }, pending: 'partition files the manifest lists are missing: audit' });
+    await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
+
+    expect(summarize(await readIndex(store, 'ms/_index/audit.json'))).toEqual([]);
+    expect((await readJson<ShardMeta>(store, 'ms/_index/_meta.json'))!.commitSeq).toBe(6);
+    expect((await healRoot(connectStore(store.bucket), root, { mode: 'check' })).scopes[0].pending).toBeUndefined();
+  });
+
   it('notices a shard a client wrote after the manifest (it died before bumping commitSeq)', async () => {
     const { store, root } = await shardFirstRoot('cl/');
     await sleep(1100); // LastModified has whole seconds
