@@ -162,7 +162,7 @@ export async function healScope(
     const drift = await measure(live);
     found ??= drift;
     if (live.state === 'valid' && isClean(drift) && !live.pending) return undefined;
-    return healIndex(baseIndexOf(live), drift, indexable);
+    return healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable);
   };
 
   const name = describeScope(scope);

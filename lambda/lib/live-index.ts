@@ -36,6 +36,8 @@ export interface ShardState {
   readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
   /** Partition files that exist but the manifest does not list: adopted (rewritten with If-Match, then listed). */
   readonly orphans: ReadonlySet<string>;
+  /** Entries of the orphan files: clients do not see them, but an entry that matches its object keeps its client fields when adopted. */
+  readonly adoptable: ReadonlyMap<string, IndexEntry>;
   /** Partitions the manifest lists whose file is missing (clients then fail: "index is corrupt"): written again. */
   readonly missing: ReadonlySet<string>;
   /** The ETag of the record an earlier publish left when it stopped between its shards and its manifest. */
@@ -226,7 +228,8 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
     Promise.all(all.map(async (p) => [p, await store.get(`${base}${SHARD_DIR}${p}.json`)] as const)),
   ]);
   const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
-  const shards: ShardState = { meta, metaEtag: metaObject.etag, shardEtags, byPartition, orphans, missing, intentEtag: intent?.etag };
+  const adoptable = new Map<string, IndexEntry>();
+  const shards: ShardState = { meta, metaEtag: metaObject.etag, shardEtags, byPartition, orphans, adoptable, missing, intentEtag: intent?.etag };
   // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
   for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
   const parts: UnreadablePart[] = [];
@@ -242,9 +245,11 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
       parts.push({ key: `${base}${SHARD_DIR}${partition}.json`, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag });
       continue;
     }
+    // What clients see is what the manifest lists; an orphan's entries only wait to be adopted.
+    const into = orphans.has(partition) ? adoptable : index.entries;
     for (const [k, entry] of parsed.index.entries) {
       entries.set(k, entry);
-      index.entries.set(k, entry);
+      into.set(k, entry);
     }
   }
   const pending = intent

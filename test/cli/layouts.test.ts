@@ -56,12 +56,12 @@ describe('datastore-indexer on each layout', () => {
     const check = await runCli(['check', '--config', config]);
     expect(check.code).toBe(2);
     expect(check.stdout.split('\n')[0]).toBe(
-      `s3://${store.bucket}/sf: index of 3 entries, shard-first; 3 objects; 0 missing, 0 stale, 0 resized; partition files not in the manifest: logs`,
+      `s3://${store.bucket}/sf: index of 2 entries, shard-first; 3 objects; 1 missing, 0 stale, 0 resized; partition files not in the manifest: logs`,
     );
 
     const repair = await runCli(['repair', '--config', config, '--json']);
     expect(repair.code).toBe(0);
-    expect(JSON.parse(repair.stdout).indexes[0]).toMatchObject({ layout: 'shard-first', published: true, pending: 'partition files not in the manifest: logs' });
+    expect(JSON.parse(repair.stdout).indexes[0]).toMatchObject({ layout: 'shard-first', published: true, added: 1, pending: 'partition files not in the manifest: logs' });
     expect(await readJson(store, 'sf/_index/_meta.json')).toEqual({ version: 2, partitions: ['data--aws--ec2', 'files', 'logs'], commitSeq: 5 });
     expect((await runCli(['check', '--config', config])).code).toBe(0);
   });
