@@ -74,6 +74,11 @@ export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = ne
   return `${folder}${now.toISOString().replace(/[:.]/g, '-')}-${name}`;
 }
 
+/** Key of the one copy kept of a held object's version (see `LiveIndex.hold`), beside the other unreadable copies. */
+export function heldCopyKey(scope: IndexScope, part: UnreadablePart): string {
+  return unreadableCopyKey(scope, part.key).replace(/[^/]*$/, `held-${part.etag}-${part.key.slice(scopeBase(scope).length).replace(/\//g, '~')}`);
+}
+
 /** The objects of a live index that do not parse and of which a copy is kept before anything replaces them. */
 function unreadablePartsOf(live: LiveIndex): UnreadablePart[] {
   const parts = live.state === 'unreadable' ? [...live.parts] : [];
@@ -98,8 +103,12 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
   const keepCopies = async (of: LiveIndex): Promise<void> => {
     for (const part of unreadablePartsOf(of)) {
       if (keptEtags.has(part.etag)) continue;
-      const copyKey = unreadableCopyKey(scope, part.key);
-      await store.put(copyKey, part.bytes, undefined, 'application/octet-stream');
+      // What is held stays in place and every run meets it again: one copy per version, named by its ETag.
+      const copyKey = of.hold ? heldCopyKey(scope, part) : unreadableCopyKey(scope, part.key);
+      await store.put(copyKey, part.bytes, of.hold ? { ifNoneMatch: '*' } : undefined, 'application/octet-stream').catch((err: unknown) => {
+        if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
+        return store.put(copyKey, part.bytes, undefined, 'application/octet-stream');
+      });
       keptEtags.add(part.etag);
       keptCopy ??= copyKey;
       emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
@@ -107,8 +116,8 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
   };
   let mirrorFailures = 0;
   if (before.hold) {
-    // Unsure what the scope was: a copy of what does not parse, a report, and nothing rewritten.
-    await keepCopies(before);
+    // Unsure what the scope was: a copy of what does not parse (when a write was wanted), a report, nothing rewritten.
+    if (next) await keepCopies(before);
     emit({ event: 'held', reason: before.hold });
     return { published: false, writes: 0, conflicts: 0, lockWaits: 0, keptCopy, conditional: true, before, mirrorFailures };
   }

@@ -278,6 +278,9 @@ describe('an unparsable _meta.json', () => {
     const after = await snapshotBucket(store);
     after.delete(report.scopes[0].keptCopy!);
     expect(after).toEqual(before);
+    // every later run meets it again: still one copy of that version
+    await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
+    expect(await listKeys(store, 'um/_control/')).toEqual([report.scopes[0].keptCopy]);
   });
 
   it('is rebuilt at version 1 from the monolith when it says version 1', async () => {
