@@ -5,7 +5,7 @@
  *
  * @example
  * const config = resolveDatastoreConfig('{"bucket":"b","prefix":"swamp"}');
- * const store = new S3Store(config);
+ * const store = S3Store.connect(config, config.bucket);
  * const report = await healRoot(store, rootOf(config), { mode: 'check' });
  * const pulled = await healAndHydrate(store, rootOf(config), { cacheDir: '.swamp/cache' });
  */
