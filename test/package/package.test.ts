@@ -171,7 +171,7 @@ describe('the command from the installed package', () => {
     const files = readTree(cache);
     files.delete(INDEX_KEY);
     expect(asComparable(files)).toEqual(asComparable(seeded.objects.get('')!));
-  });
+  }, 180_000);
 });
 
 describe('the library from the installed package', () => {
@@ -224,7 +224,7 @@ describe('the library from the installed package', () => {
       app,
     );
     expect({ status: tsc.status, output: tsc.stdout + tsc.stderr }).toEqual({ status: 0, output: '' });
-  });
+  }, 180_000);
 });
 
 describe('the construct from a fresh CDK app that installed the package', () => {
@@ -338,5 +338,5 @@ console.log(JSON.stringify({ healed: result.heal.scopes.map((s) => [s.namespace 
     const files = readTree(cache);
     files.delete(INDEX_KEY);
     expect(asComparable(files)).toEqual(asComparable(seeded.objects.get('')!));
-  });
+  }, 180_000);
 });
