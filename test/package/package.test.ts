@@ -16,6 +16,7 @@ import { readIndex, seedDatastore, summarize, testStore } from '../helpers/s3';
 const ROOT = join(__dirname, '..', '..');
 const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   name: string;
+  version: string;
   devDependencies: Record<string, string>;
 };
 
@@ -171,6 +172,21 @@ describe('the command from the installed package', () => {
     const files = readTree(cache);
     files.delete(INDEX_KEY);
     expect(asComparable(files)).toEqual(asComparable(seeded.objects.get('')!));
+  }, 180_000);
+});
+
+describe('a global install', () => {
+  test('puts `datastore-indexer` on the PATH, and `npm uninstall -g` takes it away with everything else', () => {
+    // A prefix of its own stands for the machine's global folder.
+    const prefix = join(work, 'global');
+    const npm = (...args: string[]): SpawnSyncReturns<string> => run('npm', [...args, '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline'], work);
+    expect(outcome(npm('install', '-g', tarball))).toEqual({ status: 0, output: '' });
+    const version = run(join(prefix, 'bin', 'datastore-indexer'), ['--version'], work);
+    expect(outcome(version)).toEqual({ status: 0, output: '' });
+    expect(version.stdout.trim()).toBe(manifest.version);
+    expect(outcome(npm('uninstall', '-g', manifest.name))).toEqual({ status: 0, output: '' });
+    expect(readdirSync(join(prefix, 'bin'))).toEqual([]);
+    expect(readdirSync(join(prefix, 'lib', 'node_modules'))).toEqual([]);
   }, 180_000);
 });
 
