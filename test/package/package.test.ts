@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { INDEX_KEY } from '../../lambda/lib';
+import * as errors from '../../lambda/lib/errors';
 import { asComparable, datastoreConfig, readTree } from '../cli/helpers';
 import { installRuntime } from '../helpers/runtimes';
 import { readIndex, seedDatastore, summarize, testStore } from '../helpers/s3';
@@ -20,26 +21,21 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
   devDependencies: Record<string, string>;
 };
 
-/** What the library entry exports at run time: the documented surface, nothing internal. */
+/**
+ * What the library entry exports at run time: the documented surface, nothing internal. Every error
+ * class of `lambda/lib/errors.ts` belongs to it (a caller tells failures apart by class).
+ */
 const LIBRARY_VALUES = [
-  'AccessDeniedError',
-  'BucketNotFoundError',
+  ...Object.keys(errors),
   'CONTROL_DIR',
   'ConditionalWritesUnsupportedError',
-  'ConfigError',
-  'CredentialsError',
   'INDEX_KEY',
-  'IndexerError',
   'LOCK_KEY',
-  'LockBusyError',
   'NAMESPACE_MARKER',
   'NamespaceResolver',
-  'PublishConflictError',
   'S3Store',
-  'S3UnavailableError',
   'SHARD_DIR',
   'SHARD_META_KEY',
-  'UnsafeKeyError',
   'applyDelta',
   'createS3Client',
   'decodeEventKey',
@@ -195,6 +191,7 @@ describe('the library from the installed package', () => {
     const keys = run(process.execPath, ['-e', `console.log(JSON.stringify(Object.keys(require(${JSON.stringify(manifest.name)})).sort()))`], app);
     expect(outcome(keys)).toEqual({ status: 0, output: '' });
     expect(JSON.parse(keys.stdout)).toEqual([...LIBRARY_VALUES].sort());
+    for (const value of Object.values(errors)) expect(value.prototype).toBeInstanceOf(errors.IndexerError === value ? Error : errors.IndexerError);
   });
 
   test('is typed: a TypeScript caller compiles against both entry points, and internals are not there', () => {
