@@ -92,7 +92,9 @@ let packed: { size: number; unpackedSize: number; entryCount: number; files: { p
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), 'datastore-indexer-package-'));
   // `npm pack` runs `prepare`, which builds dist/ (the bundles and the compiled library and construct).
+  const packStarted = Date.now();
   const pack = run('npm', ['pack', '--json', '--pack-destination', work], ROOT);
+  const packSeconds = (Date.now() - packStarted) / 1000;
   expect(outcome(pack)).toEqual({ status: 0, output: '' });
   [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as (typeof packed)[];
   tarball = join(work, readdirSync(work).find((f) => f.endsWith('.tgz'))!);
@@ -101,6 +103,7 @@ beforeAll(() => {
   app = join(work, 'app');
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'someone-elses-app', private: true }));
+  const installStarted = Date.now();
   const install = run(
     'npm',
     [
@@ -115,6 +118,7 @@ beforeAll(() => {
     app,
   );
   expect(outcome(install)).toEqual({ status: 0, output: '' });
+  console.log(`npm pack (with the build): ${packSeconds.toFixed(1)} s; npm install of the tarball and the CDK libraries: ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
 }, 600_000);
 
 afterAll(() => {
