@@ -330,14 +330,16 @@ describe('the library from Deno (swamp runtime)', () => {
 const [json, cacheDir] = Deno.args;
 const config = resolveDatastoreConfig(json);
 const result = await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir });
+// @ts-expect-error the library has no such export: deno run --check reads the package's declarations
+export type Internal = (typeof import('${manifest.name}'))['writeIndex'];
 console.log(JSON.stringify({ healed: result.heal.scopes.map((s) => [s.namespace ?? '', s.published]), pulled: result.hydrate.pulled }));
 `,
     );
-    // WHEN a Deno program heals and hydrates with the library installed in node_modules (no download:
-    // Deno uses the folder's package.json and node_modules as they are)
+    // WHEN a Deno program, type-checked against the package's declarations, heals and hydrates with the
+    // library installed in node_modules (no download: Deno uses the folder's package.json and node_modules)
     const r = run(
       (deno as { bin: string }).bin,
-      ['run', '--allow-env', '--allow-read', '--allow-sys', `--allow-net=${new URL(process.env.S3_TEST_ENDPOINT!).host}`, `--allow-write=${cache}`, 'hydrate.ts', datastoreConfig(store.bucket, 'swamp'), cache],
+      ['run', '--check', '--allow-env', '--allow-read', '--allow-sys', `--allow-net=${new URL(process.env.S3_TEST_ENDPOINT!).host}`, `--allow-write=${cache}`, 'hydrate.ts', datastoreConfig(store.bucket, 'swamp'), cache],
       app,
       consumerEnv({ DENO_DIR: join(work, 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }),
     );
