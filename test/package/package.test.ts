@@ -219,28 +219,25 @@ describe('the library from the installed package', () => {
         '',
       ].join('\n'),
     );
-    const tsc = run(
-      process.execPath,
-      [
-        join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
-        '--noEmit',
-        '--strict',
-        '--skipLibCheck',
-        '--module',
-        'node16',
-        '--moduleResolution',
-        'node16',
-        '--target',
-        'es2022',
-        '--types',
-        'node',
-        '--typeRoots',
-        join(ROOT, 'node_modules', '@types'),
-        'consumer.ts',
-      ],
-      app,
-    );
-    expect({ status: tsc.status, output: tsc.stdout + tsc.stderr }).toEqual({ status: 0, output: '' });
+    // As a NodeNext app resolves modules (through `exports`), and as an older CommonJS app does (the
+    // `node10` resolution of many CDK apps' tsconfig, through `types` and `typesVersions`).
+    const tsc = (module: string, resolution: string): SpawnSyncReturns<string> =>
+      run(
+        process.execPath,
+        [
+          join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+          ...['--noEmit', '--strict', '--skipLibCheck', '--target', 'es2022', '--module', module, '--moduleResolution', resolution],
+          ...['--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), 'consumer.ts'],
+        ],
+        app,
+      );
+    for (const [module, resolution] of [
+      ['node16', 'node16'],
+      ['commonjs', 'node10'],
+    ]) {
+      const r = tsc(module, resolution);
+      expect({ resolution, status: r.status, output: r.stdout + r.stderr }).toEqual({ resolution, status: 0, output: '' });
+    }
   }, 180_000);
 });
 
