@@ -1,6 +1,6 @@
 /** The sanity row: the same root shape on moto, where every request costs CPU, not waiting. */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { createS3Client, mapLimit } from '../lambda/lib';
+import { createS3Client, mapLimit } from '../lambda/lib/internal';
 import { startMoto } from '../test/helpers/moto';
 import { syntheticKey } from './synthetic';
 import type { Target } from './rows';

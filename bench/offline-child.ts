@@ -16,7 +16,7 @@ import {
   latestChanges,
   listScopes,
   serializeIndex,
-} from '../lambda/lib';
+} from '../lambda/lib/internal';
 import { syntheticKey, syntheticLister } from './synthetic';
 
 const mb = (bytes: number): number => bytes / 1048576;

@@ -3,7 +3,7 @@
 // The Lambda's esbuild options live in infra/bundling.json, which the CDK construct reads too, so the
 // asset `cdk synth` builds is byte-identical to dist/lambda/index.js.
 import { build } from 'esbuild';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
@@ -25,5 +25,11 @@ const targets = [
 ];
 for (const t of targets) {
   if (!existsSync(join(root, t.entryPoints[0]))) continue;
-  await build({ ...common, ...t });
+  const { outputFiles } = await build({ ...common, ...t, write: false });
+  // Replace each file in one rename: tests (and `npm pack`) may load the bundle while it is rebuilt.
+  for (const f of outputFiles) {
+    mkdirSync(dirname(f.path), { recursive: true });
+    writeFileSync(`${f.path}.${process.pid}.tmp`, f.contents);
+    renameSync(`${f.path}.${process.pid}.tmp`, f.path);
+  }
 }

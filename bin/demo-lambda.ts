@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { type DatastoreRoot, INDEX_KEY, type S3Store, readLiveIndex, scopeBase } from '../lambda/lib';
+import { type DatastoreRoot, INDEX_KEY, type S3Store, readLiveIndex, scopeBase } from '../lambda/lib/internal';
 
 /** What this step needs of the demo's shared state. */
 interface LambdaDemoState {

@@ -13,7 +13,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { type DatastoreRoot, INDEX_KEY, type IndexScope, S3Store, mapLimit, readLiveIndex, scopeBase } from '../lambda/lib';
+import { type DatastoreRoot, INDEX_KEY, type IndexScope, S3Store, mapLimit, readLiveIndex, scopeBase } from '../lambda/lib/internal';
 import { type MotoServer, startMoto } from '../test/helpers/moto';
 import { lambdaStep } from './demo-lambda';
 

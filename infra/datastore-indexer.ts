@@ -2,14 +2,14 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Policy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, Function as CdkFunction, type FunctionOptions } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { IndexerAlarms } from './private/alarms';
-import { DEFAULT_ENTRY, LAMBDA_RUNTIME, nodejsBundling } from './private/bundling';
+import { DEFAULT_ENTRY, FROM_SOURCES, LAMBDA_RUNTIME, nodejsBundling, shippedBundleCode } from './private/bundling';
 import { deliverS3Notifications, EventBridgeDelivery } from './private/event-delivery';
 import { suppressIndexerFindings, suppressNotificationsHandlerFindings } from './private/nag-suppressions';
 import { kmsAccessStatement, s3AccessStatements } from './private/s3-access';
@@ -50,7 +50,11 @@ const BATCH_SIZE = 1000;
  */
 export class DatastoreIndexer extends Construct {
   /** The indexer function. */
-  readonly function: NodejsFunction;
+  readonly function: CdkFunction;
+  /** The function's role: S3, queue and log permissions are granted to it alone. */
+  readonly role: Role;
+  /** The function's log group. */
+  readonly logGroup: LogGroup;
   /** The queue of object events (and of the function's own delayed re-checks). */
   readonly queue: Queue;
   /** Where an event goes after 5 failed receives. */
@@ -69,6 +73,7 @@ export class DatastoreIndexer extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
+      ...props.deadLetterQueueProps,
     });
 
     // Lambda's advice for SQS sources: at least 6x the function timeout, plus the batching window,
@@ -77,6 +82,7 @@ export class DatastoreIndexer extends Construct {
     this.queue = new Queue(this, 'Queue', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
+      ...props.queueProps,
       visibilityTimeout,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
     });
@@ -87,26 +93,27 @@ export class DatastoreIndexer extends Construct {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: 'Datastore indexer function',
     });
+    this.role = role;
     const logGroup = new LogGroup(this, 'LogGroup', {
       retention: config.logRetention,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    this.logGroup = logGroup;
     logGroup.grantWrite(role);
 
-    this.function = new NodejsFunction(this, 'Function', {
+    const { environment: extraEnvironment, ...overrides } = props.functionProps ?? {};
+    const options: FunctionOptions = {
       description: 'Keeps the swamp datastore indexes of one bucket true',
-      entry: props.entry ?? DEFAULT_ENTRY,
-      handler: 'handler',
-      runtime: LAMBDA_RUNTIME,
       architecture: Architecture.ARM_64,
+      ...overrides,
       memorySize: config.memorySize,
       timeout: config.timeout,
       // One writer per bucket: concurrent runs would race each other on the same index.
       reservedConcurrentExecutions: 1,
       role,
       logGroup,
-      bundling: nodejsBundling(),
       environment: {
+        ...extraEnvironment,
         [INDEXER_ENV.bucket]: bucket.bucketName,
         [INDEXER_ENV.prefixes]: config.prefixes.join(','),
         [INDEXER_ENV.queueUrl]: this.queue.queueUrl,
@@ -114,7 +121,19 @@ export class DatastoreIndexer extends Construct {
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         NODE_OPTIONS: '--enable-source-maps',
       },
-    });
+    };
+    // From sources (a clone, or an `entry` of the app's own) local esbuild bundles the handler; the
+    // installed package has no sources and deploys the bundle it ships, byte for byte.
+    this.function =
+      props.entry !== undefined || FROM_SOURCES
+        ? new NodejsFunction(this, 'Function', {
+            ...options,
+            entry: props.entry ?? DEFAULT_ENTRY,
+            handler: 'handler',
+            runtime: LAMBDA_RUNTIME,
+            bundling: nodejsBundling(),
+          })
+        : new CdkFunction(this, 'Function', { ...options, code: shippedBundleCode(), handler: 'index.handler', runtime: LAMBDA_RUNTIME });
 
     this.function.addEventSource(
       new SqsEventSource(this.queue, {

@@ -1,9 +1,11 @@
 import type { Duration } from 'aws-cdk-lib';
 import type { Schedule } from 'aws-cdk-lib/aws-events';
 import type { IKey } from 'aws-cdk-lib/aws-kms';
+import type { FunctionOptions } from 'aws-cdk-lib/aws-lambda';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { IBucket } from 'aws-cdk-lib/aws-s3';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import type { QueueProps } from 'aws-cdk-lib/aws-sqs';
 
 /** How the bucket's object events reach the indexer's queue. */
 export enum EventDelivery {
@@ -18,6 +20,19 @@ export enum EventDelivery {
    */
   EVENTBRIDGE = 'eventbridge',
 }
+
+/**
+ * Function settings a {@link DatastoreIndexer} takes over its defaults (VPC, tracing, name, extra
+ * environment, ...). What the indexer relies on is left out: its role and log group (exposed on the
+ * construct), its one reserved slot, and memory, timeout and log retention (props of their own).
+ */
+export type IndexerFunctionOverrides = Omit<
+  FunctionOptions,
+  'role' | 'logGroup' | 'logRetention' | 'reservedConcurrentExecutions' | 'memorySize' | 'timeout'
+>;
+
+/** Queue settings a {@link DatastoreIndexer} takes over its defaults; the visibility timeout and dead-letter queue are its own. */
+export type IndexerQueueOverrides = Omit<QueueProps, 'visibilityTimeout' | 'deadLetterQueue'>;
 
 /** Properties of a {@link DatastoreIndexer}. */
 export interface DatastoreIndexerProps {
@@ -80,7 +95,27 @@ export interface DatastoreIndexerProps {
 
   /**
    * The handler's entry file, bundled by local esbuild with the options of `infra/bundling.json`.
-   * @default - `lambda/index.ts` of this project
+   * @default - in a clone, `lambda/index.ts` bundled by local esbuild; from the installed package,
+   * the built bundle it ships (no esbuild or Docker needed)
    */
   readonly entry?: string;
+
+  /**
+   * Overrides merged over the function's defaults, as AWS Solutions Constructs' `lambdaFunctionProps`;
+   * `environment` is added to the indexer's own variables, which win on a clash.
+   * @default - none
+   */
+  readonly functionProps?: IndexerFunctionOverrides;
+
+  /**
+   * Overrides merged over the event queue's defaults (SQS-managed encryption, TLS only), e.g. a KMS key.
+   * @default - none
+   */
+  readonly queueProps?: IndexerQueueOverrides;
+
+  /**
+   * Overrides merged over the dead-letter queue's defaults (SQS-managed encryption, TLS only, 14 days).
+   * @default - none
+   */
+  readonly deadLetterQueueProps?: Omit<QueueProps, 'deadLetterQueue'>;
 }

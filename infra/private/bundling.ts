@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Code, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { OutputFormat, type BundlingOptions } from 'aws-cdk-lib/aws-lambda-nodejs';
 import shared from '../bundling.json';
 
@@ -24,8 +25,19 @@ export interface LambdaBundleOptions {
   readonly external: readonly string[];
 }
 
-/** The project root: the folder that holds `package.json`, `package-lock.json` and `infra/`. */
-export const PROJECT_ROOT = path.join(__dirname, '..', '..');
+/** The nearest folder at or above `dir` that holds a `package.json`. */
+function packageRoot(dir: string): string {
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (existsSync(path.join(d, 'package.json'))) return d;
+    if (path.dirname(d) === d) throw new Error(`no package.json above ${dir}`);
+  }
+}
+
+/**
+ * The project root: the folder that holds `package.json` and `infra/`; in a clone this file runs
+ * from `infra/private/`, in the installed package from `dist/js/infra/private/`.
+ */
+export const PROJECT_ROOT = packageRoot(path.join(__dirname, '..'));
 
 /** Runtimes we accept, keyed by the esbuild target they match. */
 const RUNTIME_BY_TARGET: Readonly<Record<string, Runtime>> = {
@@ -93,4 +105,25 @@ export function nodejsBundling(options: LambdaBundleOptions = LAMBDA_BUNDLE): Bu
     // An explicit list, even empty, replaces CDK's default of leaving @aws-sdk/* to the runtime.
     externalModules: [...options.external],
   };
+}
+
+/**
+ * Whether this file runs from the TypeScript sources (a clone, through tsx or ts-jest) rather than
+ * compiled from the installed package, which ships the built bundle and no handler sources.
+ */
+export const FROM_SOURCES = path.extname(__filename) === '.ts';
+
+/** The folder of the built bundle (`index.js` and its source map), as the package ships it. */
+export const SHIPPED_BUNDLE_DIR = path.join(PROJECT_ROOT, path.dirname(LAMBDA_BUNDLE.outfile));
+
+/**
+ * The function's code when it is not bundled from sources: the package's own built bundle, used as
+ * it is, so an app that installs the package needs neither esbuild nor Docker to synthesise.
+ */
+export function shippedBundleCode(dir: string = SHIPPED_BUNDLE_DIR): Code {
+  const file = path.join(dir, path.basename(LAMBDA_BUNDLE.outfile));
+  if (!existsSync(file)) {
+    throw new Error(`The indexer's Lambda bundle ${file} is missing: reinstall the package, or run \`npm run build\` in a clone`);
+  }
+  return Code.fromAsset(dir);
 }

@@ -18,7 +18,7 @@ import {
   repairResumable,
   scopeBase,
   topFolder,
-} from '../lib';
+} from '../lib/internal';
 import { type ContinueRepairRequest, MAX_RECHECK_ROUNDS, type RecheckRequest } from './messages';
 import { Metric, type RootSummary, addDelta, addHeal, count, lockOptions, logger } from './observability';
 import type { Runtime } from './runtime';

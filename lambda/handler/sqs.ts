@@ -9,7 +9,7 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { type DatastoreRoot, describeScope, namespaceOfMarker, normalizePrefix, parseNotification, placeChange } from '../lib';
+import { type DatastoreRoot, describeScope, namespaceOfMarker, normalizePrefix, parseNotification, placeChange } from '../lib/internal';
 import { ownMessageOf } from './messages';
 import { Metric, count, logRoot, logger, requestsSince, rootSummary } from './observability';
 import { type RootProgress, type RootWork, processRoot, rootWork } from './root-batch';

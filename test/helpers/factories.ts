@@ -10,7 +10,7 @@
  * const event = s3Event([s3EventRecord({ bucket: 'b', key: 'swamp/data/a b', size: 5 })]);
  */
 import type { S3Event, S3EventRecord, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { DatastoreIndex, IndexEntry, ListedObject, LockBody, ObjectChange, ShardMeta } from '../../lambda/lib';
+import type { DatastoreIndex, IndexEntry, ListedObject, LockBody, ObjectChange, ShardMeta } from '../../lambda/lib/internal';
 
 /** A fixed instant the builders use by default: 2026-05-04T15:20:00.000Z. */
 export const T0 = '2026-05-04T15:20:00.000Z';

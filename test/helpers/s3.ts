@@ -43,7 +43,7 @@ import {
   parseIndex,
   partitionOf,
   scopeBase,
-} from '../../lambda/lib';
+} from '../../lambda/lib/internal';
 import { indexJson, namespaceMarker, shardJson } from './factories';
 
 // ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
  * full repair that outlives its invocation.
  */
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
-import { INDEX_KEY, REPAIR_PROGRESS_KEY, mapLimit } from '../../lambda/lib';
+import { INDEX_KEY, REPAIR_PROGRESS_KEY, mapLimit } from '../../lambda/lib/internal';
 import { datastoreIndex, s3Event, s3EventRecord } from '../helpers/factories';
 import {
   type CountingProxy,

@@ -1,5 +1,5 @@
 /** applyDelta and observeKeys against moto: event-driven updates of a live index. */
-import { type ShardMeta, applyDelta, observeKeys } from '../../lambda/lib';
+import { type ShardMeta, applyDelta, observeKeys } from '../../lambda/lib/internal';
 import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
 import {
   connectStore,

@@ -1,4 +1,4 @@
-import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../lambda/lib';
+import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../lambda/lib/internal';
 import { datastoreIndex, indexEntry, listedObject, listingOf } from '../helpers/factories';
 
 describe('diffIndex', () => {

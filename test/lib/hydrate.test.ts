@@ -2,7 +2,7 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type DatastoreIndex, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex } from '../../lambda/lib';
+import { type DatastoreIndex, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex } from '../../lambda/lib/internal';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
 import { connectStore, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
 

@@ -1,4 +1,4 @@
-import { INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_META_KEY, isInternalKey, isRefusedKey, namespaceOfMarker, partitionOf, readManifest, refusedKeyReason, topFolder } from '../../lambda/lib';
+import { INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_META_KEY, isInternalKey, isRefusedKey, namespaceOfMarker, partitionOf, readManifest, refusedKeyReason, topFolder } from '../../lambda/lib/internal';
 
 describe('isInternalKey', () => {
   it.each(['.datastore-index.json', '.push-queue.json', '.datastore.lock', '.datastore-sync-state.json'])(

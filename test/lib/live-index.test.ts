@@ -3,7 +3,7 @@
  * monolith's read aborted for a shard-first one, and the manifest's error reported whatever the other read did.
  */
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
-import { CredentialsError, INDEX_KEY, S3Store, S3UnavailableError, SHARD_META_KEY, readLiveIndex } from '../../lambda/lib';
+import { CredentialsError, INDEX_KEY, S3Store, S3UnavailableError, SHARD_META_KEY, readLiveIndex } from '../../lambda/lib/internal';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { faultyClient, putIndex, putObject, putShardLayout, testClient, connectStore, testStore } from '../helpers/s3';
 

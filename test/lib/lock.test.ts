@@ -1,5 +1,5 @@
 /** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
-import { DatastoreLock, LockBusyError, type LockBody, healRoot, withLock } from '../../lambda/lib';
+import { DatastoreLock, LockBusyError, type LockBody, healRoot, withLock } from '../../lambda/lib/internal';
 import { lockBody } from '../helpers/factories';
 import { connectStore, listObjects, putObject, readIndex, readJson, readObject, seedDatastore, summarize, testStore } from '../helpers/s3';
 

@@ -13,7 +13,7 @@ import {
   listScopes,
   parallelLister,
   sequentialLister,
-} from '../../lambda/lib';
+} from '../../lambda/lib/internal';
 import { connectStore, putObjects, readIndex, summarize, testStore } from '../helpers/s3';
 
 // ---------------------------------------------------------------------------------------------

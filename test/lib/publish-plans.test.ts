@@ -3,7 +3,7 @@
  * under the lock is the same version, and the re-check after the write does not re-plan (or re-parse)
  * an index that is still exactly its own write. Anything else still re-plans.
  */
-import { type DatastoreIndex, type LiveIndex, emptyIndex, publishIndex } from '../../lambda/lib';
+import { type DatastoreIndex, type LiveIndex, emptyIndex, publishIndex } from '../../lambda/lib/internal';
 import { indexEntry } from '../helpers/factories';
 import { connectStore, putIndex, putObject, readIndex, summarize, testStore } from '../helpers/s3';
 

@@ -1,5 +1,5 @@
 /** Concurrent writers on one root, against moto: healers racing each other, clients pushing, writers ignoring the lock. */
-import { DatastoreLock, type IndexEntry, healRoot, withLock } from '../../lambda/lib';
+import { DatastoreLock, type IndexEntry, healRoot, withLock } from '../../lambda/lib/internal';
 import { indexEntry } from '../helpers/factories';
 import {
   connectStore,
@@ -14,7 +14,7 @@ import {
   summarize,
   testStore,
 } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib';
+import type { S3Store } from '../../lambda/lib/internal';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,5 +1,5 @@
 /** repairResumable against moto: a listing spread over several runs, saved under _control/, healed once complete. */
-import { REPAIR_PARTS_DIR, REPAIR_PROGRESS_KEY, type ResumableRepairResult, repairResumable } from '../../lambda/lib';
+import { REPAIR_PARTS_DIR, REPAIR_PROGRESS_KEY, type ResumableRepairResult, repairResumable } from '../../lambda/lib/internal';
 import { connectStore, deleteObject, listKeys, putObject, readIndex, readObject, seedDatastore, snapshotBucket, summarize, testStore } from '../helpers/s3';
 
 describe('repairResumable', () => {

@@ -11,7 +11,7 @@ import {
   rootBase,
   rootOf,
   scopeBase,
-} from '../../lambda/lib';
+} from '../../lambda/lib/internal';
 import { namespaceMarker } from '../helpers/factories';
 import { connectStore, putObjects, testStore } from '../helpers/s3';
 

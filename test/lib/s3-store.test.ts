@@ -1,5 +1,5 @@
 /** The S3 seam against moto: reads, writes, conditional results, paging and request counts. */
-import { type ListPage, type Lister, healRoot, unquoteEtag } from '../../lambda/lib';
+import { type ListPage, type Lister, healRoot, unquoteEtag } from '../../lambda/lib/internal';
 import { connectStore, listKeys, putObjects, readIndex, readObject, seedDatastore, summarize, testStore } from '../helpers/s3';
 
 describe('S3Store', () => {

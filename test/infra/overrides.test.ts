@@ -1,0 +1,65 @@
+/** Solutions Constructs-style overrides of the function and the queues, the exposed role and log group, and the shipped bundle as code. */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { Duration } from 'aws-cdk-lib';
+import { AssetCode, Tracing } from 'aws-cdk-lib/aws-lambda';
+import { shippedBundleCode } from '../../infra/private/bundling';
+import { indexerStack, logicalIdOf, propsOf } from './helpers';
+
+describe('DatastoreIndexer overrides', () => {
+  test('functionProps are merged over the defaults; the indexer keeps its variables, slot and memory', () => {
+    // GIVEN overrides that also try to change what the indexer relies on
+    const { template } = indexerStack({
+      memorySize: 2048,
+      functionProps: {
+        tracing: Tracing.ACTIVE,
+        functionName: 'their-indexer',
+        environment: { TEAM: 'platform', DATASTORE_BUCKET: 'another-bucket' },
+        // Not in the type: a JavaScript caller could still pass it.
+        ...({ reservedConcurrentExecutions: 10, memorySize: 128 } as object),
+      },
+    });
+    // THEN
+    const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    expect(fn).toMatchObject({ TracingConfig: { Mode: 'Active' }, FunctionName: 'their-indexer', ReservedConcurrentExecutions: 1, MemorySize: 2048 });
+    expect((fn.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({ TEAM: 'platform', DATASTORE_BUCKET: 'shared-bucket' });
+  });
+
+  test('queueProps and deadLetterQueueProps are merged over the queue defaults; visibility and redrive stay the indexer’s', () => {
+    const { template } = indexerStack({
+      queueProps: { retentionPeriod: Duration.days(7), ...({ visibilityTimeout: Duration.seconds(1) } as object) },
+      deadLetterQueueProps: { retentionPeriod: Duration.days(10) },
+    });
+    const queue = propsOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
+    expect(queue).toMatchObject({ MessageRetentionPeriod: 604800, VisibilityTimeout: 1830, SqsManagedSseEnabled: true });
+    expect(queue.RedrivePolicy).toMatchObject({ maxReceiveCount: 5 });
+    expect(propsOf(template, 'AWS::SQS::Queue', 'IndexerDeadLetterQueue')).toMatchObject({ MessageRetentionPeriod: 864000 });
+  });
+
+  test('role and logGroup are the function’s own', () => {
+    const { indexer, template } = indexerStack();
+    expect(indexer.function.role).toBe(indexer.role);
+    const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    expect(fn.Role).toEqual({ 'Fn::GetAtt': [logicalIdOf(template, 'AWS::IAM::Role', 'IndexerServiceRole'), 'Arn'] });
+    expect(fn.LoggingConfig).toEqual({ LogGroup: { Ref: logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup') } });
+    expect(indexer.function.stack.resolve(indexer.logGroup.logGroupName)).toEqual({ Ref: logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup') });
+  });
+});
+
+describe('the shipped bundle as the function code', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'indexer-shipped-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('is the folder of index.js, as an asset', () => {
+    writeFileSync(path.join(dir, 'index.js'), 'exports.handler = async () => {};\n');
+    const code = shippedBundleCode(dir);
+    expect(code).toBeInstanceOf(AssetCode);
+    expect((code as AssetCode).path).toBe(dir);
+  });
+
+  test('missing, fails at synth time naming the file and what to do', () => {
+    expect(() => shippedBundleCode(dir)).toThrow(`The indexer's Lambda bundle ${path.join(dir, 'index.js')} is missing: reinstall the package`);
+  });
+});
