@@ -2,7 +2,7 @@
  * The bundled handler on each index layout as clients leave it: S3 notifications moto really sends, and
  * direct invokes. The layout stays as found and its truth equals the listing; refused keys are never indexed.
  */
-import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishIntentKey } from '../../lambda/lib';
+import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishIntentKey } from '../../lambda/lib/internal';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom } from '../helpers/lambda';
 import {

@@ -3,7 +3,7 @@
  * (a version-1 manifest stays version 1, no manifest stays none), keeps that layout's truth equal to the
  * listing, the dual-write mirror equal to the monolith, and commitSeq moving whenever a shard changed.
  */
-import { type MirrorMeta, type S3Store, type ShardMeta, applyDelta, healRoot, partitionOf, publishIntentKey } from '../../lambda/lib';
+import { type MirrorMeta, type S3Store, type ShardMeta, applyDelta, healRoot, partitionOf, publishIntentKey } from '../../lambda/lib/internal';
 import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
 import {
   type KeySize,
