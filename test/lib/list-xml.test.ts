@@ -64,6 +64,10 @@ describe('parseListObjectsV2', () => {
     ['a comment', page(`<!-- hi -->${contents('p/x')}`)],
     ['an unknown entity', page(contents('p/&nbsp;'))],
     ['a bare ampersand', page(contents('p/a & b'))],
+    ['a character reference past U+10FFFF', page(contents('p/&#1114112;'))],
+    ['a hexadecimal one past U+10FFFF', page(contents('p/&#x110000;'))],
+    ['a reference to a surrogate', page(contents('p/&#xD800;'))],
+    ['a reference to NUL', page(contents('p/&#0;'))],
     ['URL-encoded keys', page(`<EncodingType>url</EncodingType>${contents('p/a%20b')}`)],
     ['a truncated page without a token', page(contents('p/x'), true)],
     ['an object without a size', page(contents('p/x').replace('<Size>5321</Size>', ''))],
@@ -87,6 +91,23 @@ describe('S3Store.listPages with the fast reader', () => {
     expect(pages).toEqual([
       { objects: [{ key: 'p/cdata & key', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: '9f86d0' }], prefixes: ['p/f/'], truncated: false },
     ]);
+  });
+
+  it('hands a page with an out-of-range character reference to the SDK instead of throwing RangeError', async () => {
+    // GIVEN an endpoint whose listing holds &#1114112; (one past the last Unicode code point)
+    const xml = page(contents('p/a&#1114112;') + contents('p/b'));
+    const read = async (parser: 'fast' | 'sdk'): Promise<ListPage[]> => {
+      const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
+      store.listParser = parser;
+      const pages: ListPage[] = [];
+      for await (const p of store.listPages({ prefix: 'p/' })) pages.push(p);
+      return pages;
+    };
+
+    // WHEN it is listed with the fast reader, THEN the listing is the SDK's own reading of the page
+    const fast = await read('fast');
+    expect(fast).toEqual(await read('sdk'));
+    expect(fast[0].objects.map((o) => o.key)[1]).toBe('p/b');
   });
 
   it('reads exactly what the SDK reads from the same answer', async () => {
