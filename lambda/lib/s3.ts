@@ -12,9 +12,11 @@ import {
 import {
   AccessDeniedError,
   BucketNotFoundError,
+  ConfigError,
   CredentialsError,
   IndexerError,
   S3UnavailableError,
+  UnexpectedError,
 } from './errors';
 import { isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
 import type { S3Settings } from './root';
@@ -48,7 +50,9 @@ export type WriteCondition = { readonly ifNoneMatch: '*' } | { readonly ifMatch:
 export type WriteResult = { readonly status: 'written'; readonly etag: string } | { readonly status: 'conflict' };
 
 /** The store answered a conditional request with "not implemented": fall back to the lock alone. */
-export class ConditionalWritesUnsupportedError extends IndexerError {}
+export class ConditionalWritesUnsupportedError extends IndexerError {
+  override name = 'ConditionalWritesUnsupportedError';
+}
 
 /** Options of a read. */
 export interface GetOptions {
@@ -72,8 +76,11 @@ export function unquoteEtag(etag: string | undefined): string {
 interface AwsError {
   name?: string;
   Code?: string;
+  code?: string;
   message?: string;
+  errors?: unknown[];
   $metadata?: { httpStatusCode?: number };
+  $response?: { headers?: Record<string, string | undefined> };
 }
 
 function statusOf(err: unknown): number | undefined {
@@ -101,6 +108,38 @@ function isUnsupported(err: unknown): boolean {
   return statusOf(err) === 501 || code === 'NotImplemented';
 }
 
+/** Codes of an answer that never came: the network or the endpoint failed, as the SDK's retries see it. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
+
+/** The Node system error code of a failed connection (`ECONNREFUSED`), also inside an AggregateError (one per address tried). */
+function networkCodeOf(err: unknown): string | undefined {
+  const e = err as AwsError;
+  for (const code of [e?.code, e?.name, e?.Code]) if (code && NETWORK_CODES.has(code)) return code;
+  // The SDK wraps what is not an `Error` of its own realm (as under jest's VM) as "AWS SDK error wrapper for Error: connect ECONNREFUSED …".
+  const named = /\b(E[A-Z_]+)\b/.exec(e?.message ?? '')?.[1];
+  if (named && NETWORK_CODES.has(named) && e?.message?.startsWith('AWS SDK error wrapper')) return named;
+  const first = Array.isArray(e?.errors) ? e.errors[0] : undefined;
+  return first === undefined ? undefined : networkCodeOf(first);
+}
+
+/** Credential providers failed: no credentials were found, so none were sent. */
+const CREDENTIALS_MISSING = new Set(['CredentialsProviderError', 'ProviderError', 'TokenProviderError']);
+
+/** S3 read the credentials that were sent and refused them. */
+const CREDENTIALS_REJECTED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired']);
+
 /** Turns an SDK error into one of ours, with what the user can do about it. */
 export function translateError(err: unknown, operation: string, bucket: string, key?: string): Error {
   if (err instanceof IndexerError) return err;
@@ -111,19 +150,31 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   if (code === 'NoSuchBucket') {
     return new BucketNotFoundError(`Bucket "${bucket}" does not exist`, 'Check the bucket name, region and endpoint', { cause: err });
   }
-  if (
-    code === 'CredentialsProviderError' ||
-    code === 'InvalidAccessKeyId' ||
-    code === 'SignatureDoesNotMatch' ||
-    code === 'ExpiredToken' ||
-    code === 'InvalidToken' ||
-    code === 'TokenRefreshRequired'
-  ) {
+  if (CREDENTIALS_MISSING.has(code)) {
     return new CredentialsError(
-      `S3 rejected the credentials for ${operation} on ${where} (${code})`,
-      'Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or refresh your session',
+      `No AWS credentials were found for ${operation} on ${where}, so none were sent (${detail.replace(/\.\s*$/, '')})`,
+      'Set AWS_PROFILE to a profile in ~/.aws/config, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; rerun with DATASTORE_INDEXER_DEBUG=1 for the details',
       { cause: err },
     );
+  }
+  if (CREDENTIALS_REJECTED.has(code)) {
+    return new CredentialsError(
+      `S3 rejected the credentials for ${operation} on ${where} (${code})`,
+      'Check AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or refresh your session',
+      { cause: err },
+    );
+  }
+  if (status === 301 || status === 307 || code === 'PermanentRedirect' || code === 'AuthorizationHeaderMalformed') {
+    const region = (err as AwsError)?.$response?.headers?.['x-amz-bucket-region'];
+    if (region || status === 301 || code === 'PermanentRedirect') {
+      return new ConfigError(
+        region
+          ? `Bucket "${bucket}" is in region ${region}, not the region this request was signed for (${operation} on ${where})`
+          : `Bucket "${bucket}" is in another region than the one configured (${operation} on ${where}: ${detail})`,
+        region ? `Pass --region ${region} (or set "region" in the datastore config)` : 'Pass the bucket\'s region with --region (or "region" in the datastore config)',
+        { cause: err },
+      );
+    }
   }
   if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
     return new AccessDeniedError(
@@ -132,10 +183,21 @@ export function translateError(err: unknown, operation: string, bucket: string, 
       { cause: err },
     );
   }
-  if (status === undefined || status >= 500 || code === 'SlowDown' || code === 'TimeoutError' || code === 'RequestTimeout') {
+  const network = networkCodeOf(err);
+  if (network !== undefined) {
+    return new S3UnavailableError(`Could not reach S3 for ${operation} on ${where} (${network}) after every retry`, 'Check the endpoint and network, then retry', {
+      cause: err,
+    });
+  }
+  if (status !== undefined && (status >= 500 || code === 'SlowDown')) {
     return new S3UnavailableError(`S3 kept failing on ${operation} ${where}: ${detail}`, 'Retry later; check the endpoint and network', {
       cause: err,
     });
+  }
+  if (status === undefined) {
+    // No answer from S3 and no network failure: a bug or an unexpected runtime error, not an outage.
+    const e = err instanceof Error ? err : new Error(String(err));
+    return new UnexpectedError(`${operation} on ${where}`, { name: e.name, message: e.message }, { cause: err });
   }
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }
