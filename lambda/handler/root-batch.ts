@@ -151,7 +151,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       }
     } catch (err) {
       // The delta stands; only its convergence check is lost, and the schedule still repairs.
-      logger.warn('could not send a re-check', { scope: report.scope, error: (err as Error).message });
+      logger.warn('could not send a re-check', { scope: report.scope, error: err as Error });
     }
     count(Metric.RechecksSent, sent);
   }

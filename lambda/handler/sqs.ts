@@ -159,7 +159,7 @@ export async function handleSqs(rt: Runtime, event: SQSEvent, context: Context):
           await processRoot(rt, work, remainingMs, progress);
           return undefined;
         } catch (err) {
-          progress.summary = { ...progress.summary, outcome: 'failed', error: (err as Error).message };
+          progress.summary = { ...progress.summary, outcome: 'failed', error: err as Error };
           return `${name}: ${(err as Error).message}`;
         } finally {
           internalInScopes += progress.internal;
