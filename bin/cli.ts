@@ -24,7 +24,7 @@ import {
   resolveDatastoreConfig,
   rootOf,
 } from '../lambda/lib';
-import { checkJson, checkLines, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
+import { checkJson, checkLines, debugText, errorJson, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
 import { Progress } from './cli/progress';
 import { version } from '../package.json';
 
@@ -217,8 +217,11 @@ function withDatastoreFlags(command: Command): Command {
 
 const LOCK_WAIT = ['--lock-wait <seconds>', 'how long to wait for a busy datastore lock, as swamp clients do', seconds, 60] as const;
 
-/** Runs a command's action: its exit code, or one line on stderr and exit 1 for any error. */
-function action<F>(run: (flags: F) => Promise<number>): (flags: F) => Promise<void> {
+/**
+ * Runs a command's action: its exit code, or for any error one line on stderr (with `--json`, also a JSON
+ * error object on stdout) and exit 1. DATASTORE_INDEXER_DEBUG=1 adds the stack and every cause.
+ */
+function action<F extends DatastoreFlags>(run: (flags: F) => Promise<number>): (flags: F) => Promise<void> {
   return async (flags) => {
     try {
       process.exitCode = await run(flags);
@@ -226,7 +229,8 @@ function action<F>(run: (flags: F) => Promise<number>): (flags: F) => Promise<vo
       progress.stop();
       const message = err instanceof Error ? err.message : String(err);
       process.stderr.write(`${NAME}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-      if (process.env.DATASTORE_INDEXER_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+      if (process.env.DATASTORE_INDEXER_DEBUG) process.stderr.write(`${debugText(err)}\n`);
+      if (flags.json) printJson(errorJson(err));
       process.exitCode = 1;
     }
   };

@@ -3,7 +3,7 @@
  * One vocabulary everywhere: a heal has `added`, `removed` and `resized` entries; a check finds
  * `missing`, `stale` and `resized` ones; a hydrate has `pulled`, `present` and `refused` keys.
  */
-import type { HealAndHydrateReport, HealReport, ResizedEntry, ScopeReport } from '../../lambda/lib';
+import { type HealAndHydrateReport, type HealReport, IndexerError, type ResizedEntry, type ScopeReport } from '../../lambda/lib';
 
 /** `1 file`, `2 files`. */
 export function plural(count: number, one: string, many = `${one}s`): string {
@@ -240,4 +240,25 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
 
 function rootName(report: HealReport): string {
   return `s3://${report.root.bucket}/${report.root.prefix}`;
+}
+
+/** The `--json` report of a failed command: `{error: {name, message, hint}}`, the hint apart from the message. */
+export function errorJson(err: unknown): { error: { name: string; message: string; hint: string | null } } {
+  if (!(err instanceof Error)) return { error: { name: 'Error', message: String(err), hint: null } };
+  const hint = err instanceof IndexerError && err.hint ? err.hint : null;
+  const message = hint && err.message.endsWith(`. ${hint}`) ? err.message.slice(0, -hint.length - 2) : err.message;
+  return { error: { name: err.name, message, hint } };
+}
+
+/** An error's stack and, indented below it, each cause's (the SDK's own error included). */
+export function debugText(err: unknown): string {
+  const lines: string[] = [];
+  let current: unknown = err;
+  for (let depth = 0; current !== undefined && depth < 8; depth++) {
+    const text = current instanceof Error ? (current.stack ?? `${current.name}: ${current.message}`) : String(current);
+    const indent = '  '.repeat(depth);
+    lines.push(depth === 0 ? text : `${indent}Caused by: ${text}`.replace(/\n/g, `\n${indent}`));
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join('\n');
 }

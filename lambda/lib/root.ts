@@ -57,7 +57,22 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) {
     throw new ConfigError(`Datastore config "endpoint" must be an http(s) URL, got "${endpoint}"`);
   }
-  return { bucket, prefix: str('prefix'), region: str('region'), endpoint, forcePathStyle: fps };
+  const region = str('region');
+  if (region !== undefined) checkRegion(region, 'Datastore config "region"');
+  return { bucket, prefix: str('prefix'), region, endpoint, forcePathStyle: fps };
+}
+
+/**
+ * Checks a region name early: the SDK only finds a bad one (`eu west 1`) when it builds a request's host
+ * name, and that failure looks like an outage. `auto` and other S3-compatible names pass.
+ */
+export function checkRegion(region: string, what: string): void {
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$/.test(region)) {
+    throw new ConfigError(
+      `${what} must be a region name such as eu-west-1 (lowercase letters, digits and hyphens), got ${JSON.stringify(region)}`,
+      'Pass the bucket\'s region, e.g. --region eu-west-1',
+    );
+  }
 }
 
 /**

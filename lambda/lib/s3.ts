@@ -19,7 +19,7 @@ import {
   UnexpectedError,
 } from './errors';
 import { isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
-import type { S3Settings } from './root';
+import { type S3Settings, checkRegion } from './root';
 
 /** An object's metadata; `etag` without quotes. */
 export interface ObjectInfo {
@@ -151,11 +151,18 @@ export function translateError(err: unknown, operation: string, bucket: string, 
     return new BucketNotFoundError(`Bucket "${bucket}" does not exist`, 'Check the bucket name, region and endpoint', { cause: err });
   }
   if (CREDENTIALS_MISSING.has(code)) {
-    return new CredentialsError(
-      `No AWS credentials were found for ${operation} on ${where}, so none were sent (${detail.replace(/\.\s*$/, '')})`,
-      'Set AWS_PROFILE to a profile in ~/.aws/config, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; rerun with DATASTORE_INDEXER_DEBUG=1 for the details',
-      { cause: err },
-    );
+    const profile = process.env.AWS_PROFILE;
+    return profile
+      ? new CredentialsError(
+          `No AWS credentials were found for profile "${profile}" (AWS_PROFILE), so nothing was sent to S3 for ${operation} on ${where}`,
+          `Check that profile "${profile}" is in ~/.aws/config or ~/.aws/credentials (aws configure list-profiles), or unset AWS_PROFILE; DATASTORE_INDEXER_DEBUG=1 shows what the SDK tried`,
+          { cause: err },
+        )
+      : new CredentialsError(
+          `No AWS credentials were found, so nothing was sent to S3 for ${operation} on ${where}`,
+          'Set AWS_PROFILE to a profile in ~/.aws/config, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; DATASTORE_INDEXER_DEBUG=1 shows what the SDK tried',
+          { cause: err },
+        );
   }
   if (CREDENTIALS_REJECTED.has(code)) {
     return new CredentialsError(
@@ -217,8 +224,11 @@ async function collectBody(body: unknown): Promise<Buffer> {
 
 /** Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts. */
 export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}): S3Client {
+  const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
+  checkRegion(region, source);
   return new S3Client({
-    region: settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    region,
     endpoint: settings.endpoint,
     forcePathStyle: settings.forcePathStyle,
     maxAttempts: 6,
