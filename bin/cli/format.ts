@@ -135,11 +135,15 @@ export interface HealedIndexJson {
   readonly unreadableReason: string | null;
   readonly keptCopy: string | null;
   readonly published: boolean;
+  /** True when the index had drifted but another writer healed it before this run could (nothing published). */
+  readonly healedByAnotherWriter: boolean;
+  /** Entries this run added, removed and resized: 0 when it published nothing. */
   readonly added: number;
   readonly removed: number;
   readonly resized: number;
   readonly unshardable: number;
   readonly objects: number;
+  /** Entries of the index as it stands after the run. */
   readonly entries: number;
 }
 
@@ -172,9 +176,10 @@ export function healedIndexJson(scope: ScopeReport): HealedIndexJson {
     unreadableReason: scope.unreadableReason ?? null,
     keptCopy: scope.keptCopy ?? null,
     published: scope.published,
-    added: scope.drift.missing,
-    removed: scope.drift.stale,
-    resized: scope.drift.resized,
+    healedByAnotherWriter: !scope.published && hasDrift(scope),
+    added: scope.published ? scope.drift.missing : 0,
+    removed: scope.published ? scope.drift.stale : 0,
+    resized: scope.published ? scope.drift.resized : 0,
     unshardable: scope.unshardable,
     objects: scope.objects,
     entries: scope.entries,

@@ -44,7 +44,7 @@ export interface ScopeReport {
   readonly driftKeys: Drift;
   /** Keys a shard-first root cannot hold (no partition); left out. */
   readonly unshardable: number;
-  /** Entries in the index after the heal (for `check`, what it would have). */
+  /** Entries in the index after the heal, as last read when another writer healed it first (for `check`, what it would have). */
   readonly entries: number;
   readonly published: boolean;
   readonly conflicts: number;
@@ -149,7 +149,8 @@ export async function healScope(
       options.publish?.onEvent?.(event);
     },
   });
-  const entries = outcome.index?.entries.size ?? (outcome.before.state === 'valid' ? outcome.before.index.entries.size : 0);
+  // Not written by us: the index as last read (another writer's, if it healed first), not the stale first read.
+  const entries = outcome.index?.entries.size ?? (outcome.last.state === 'valid' ? outcome.last.index.entries.size : 0);
   return report(scope, outcome.before, found!, listing.size, unshardable, entries, outcome, Date.now() - started);
 }
 

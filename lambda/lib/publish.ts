@@ -45,6 +45,8 @@ export interface PublishOutcome {
   readonly conditional: boolean;
   /** The live index as it was first read. */
   readonly before: LiveIndex;
+  /** The live index as last read: another writer's, when it healed the index first. */
+  readonly last: LiveIndex;
   /** The index as written last, when written. */
   readonly index?: DatastoreIndex;
 }
@@ -158,5 +160,5 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     planned = { live, next };
     known = undefined;
   }
-  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, index: written };
+  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, last: live, index: written };
 }

@@ -15,6 +15,7 @@ import {
   testStore,
 } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib';
+import { healedIndexJson, repairLines } from '../../bin/cli/format';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -155,6 +156,35 @@ describe('concurrent repairs of one root', () => {
     expect(summarize(index)).toEqual(
       [...seeded.expectedEntries().filter((e) => e.key !== victim), { key: 'logs/new.log', size: 3 }].sort((a, b) => (a.key < b.key ? -1 : 1)),
     );
+  });
+
+  it('reports what happened when another writer healed the index first: nothing published, nothing added, the entries as they now stand', async () => {
+    // GIVEN an indexed root with 4 unindexed objects
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'first', objects: 6 });
+    await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+    const added = { 'logs/a.log': 'a', 'logs/b.log': 'bb', 'logs/c.log': 'ccc', 'logs/d.log': 'dddd' };
+    for (const [rel, body] of Object.entries(added)) await putObject(store, `first/${rel}`, body);
+    const client = connectStore(store.bucket);
+    let pushed = false;
+    // WHEN, after the healer listed and planned but before it takes the lock, a client indexes them (and pushes one more file)
+    const healer = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (key !== 'first/.datastore.lock' || pushed) return;
+        pushed = true;
+        await withLock(client, 'first/.datastore.lock', { holder: 'swamp-cli' }, () => clientPush(client, seeded.indexKey(), 'first/', { ...added, 'logs/e.log': 'e' }));
+      },
+    });
+
+    const report = await healRoot(healer, seeded.root, { mode: 'repair' });
+
+    // THEN the report says the heal found 4 missing, published nothing, added nothing, and the index holds 6 + 5 entries now
+    expect(pushed).toBe(true);
+    const scope = report.scopes[0];
+    expect(scope).toMatchObject({ published: false, drift: { missing: 4, stale: 0, resized: 0 }, entries: 11 });
+    expect((await readIndex(store, seeded.indexKey()))!.entries.size).toBe(11);
+    expect(healedIndexJson(scope)).toMatchObject({ published: false, healedByAnotherWriter: true, added: 0, removed: 0, resized: 0, entries: 11 });
+    expect(repairLines(report)).toEqual([`Index ${scope.scope} was healed by another writer meanwhile (11 entries); nothing published.`]);
   });
 
   it('treats an index deleted between its read and its If-Match write as a lost race, not a failure', async () => {
