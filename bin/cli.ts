@@ -130,7 +130,12 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       namespace,
       cacheDir,
       concurrency: flags.concurrency,
-      heal: { concurrency: flags.concurrency, publish: { lock: { waitMs: flags.lockWait * 1000 } }, onEvent: eventNotes() },
+      heal: {
+        concurrency: flags.concurrency,
+        publish: { lock: { waitMs: flags.lockWait * 1000 } },
+        onEvent: eventNotes(),
+        onListed: (objects) => progress.listed(objects),
+      },
       onHealed: () => progress.status('Comparing the cache with the index…'),
       onProgress: (done, total) => progress.update(done, total),
     });
@@ -151,7 +156,7 @@ async function check(flags: CheckFlags): Promise<number> {
   const { store, root, namespace } = await connect(flags);
   try {
     progress.status(`Checking the index of ${describeScope({ root, namespace })}…`);
-    const report = await healRoot(store, root, { mode: 'check', namespace });
+    const report = await healRoot(store, root, { mode: 'check', namespace, onListed: (objects) => progress.listed(objects) });
     progress.stop();
     if (flags.json) printJson(checkJson(report, flags.keys, Date.now() - started));
     else checkLines(report, flags.keys).forEach(say);
@@ -171,6 +176,7 @@ async function repair(flags: RepairFlags): Promise<number> {
       namespace,
       publish: { lock: { waitMs: flags.lockWait * 1000 } },
       onEvent: eventNotes(),
+      onListed: (objects) => progress.listed(objects),
     });
     progress.stop();
     if (flags.json) printJson(repairJson(report, Date.now() - started));

@@ -27,6 +27,8 @@ export interface HealOptions {
   /** Entries this much newer than the listing's start, or newer, are confirmed with HeadObject before removal. @default 300000 */
   readonly clockSkewMs?: number;
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
+  /** Hears the count of objects listed so far, after each page of the root's listing. */
+  readonly onListed?: (objectsListed: number) => void;
 }
 
 /** What a heal found and did for one index. */
@@ -68,7 +70,7 @@ export interface HealReport {
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
-  const listing = options.listing ?? (await listScopes(store, base, lister));
+  const listing = options.listing ?? (await listScopes(store, base, lister, options.onListed));
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
