@@ -17,7 +17,6 @@ import {
 import type { S3Store } from '../../lambda/lib';
 import { healedIndexJson, repairLines } from '../../bin/cli/format';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A swamp client's push as the contract describes it: GET the index, upload, PUT the merged index unconditionally. */
 async function clientPush(store: S3Store, indexKey: string, base: string, files: Record<string, string>): Promise<void> {
@@ -35,16 +34,35 @@ describe('concurrent repairs of one root', () => {
     // GIVEN an unindexed root with a namespace
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'race', objects: 12, namespaces: ['ns1'] });
-    const client = connectStore(store.bucket);
     const pushed: string[] = [];
+    // Contention made certain, not left to timing: whoever takes the lock first keeps it until the three
+    // others have each tried to take it too (and so found it held).
+    const LOCK = 'race/.datastore.lock';
+    let leader: string | undefined;
+    const arrived = new Set<string>();
+    let everyoneArrived!: () => void;
+    const everyone = new Promise<void>((resolve) => (everyoneArrived = resolve));
+    const leaderWaits = async (id: string): Promise<void> => {
+      if (id === leader && arrived.size < 3) await everyone;
+    };
+    const participant = (id: string) =>
+      hookedStore(store.bucket, {
+        async beforePut(key) {
+          if (key === LOCK && leader === undefined) leader = id;
+          else if (key === LOCK && id !== leader && !arrived.has(id) && arrived.add(id).size === 3) everyoneArrived();
+          else if (key !== LOCK && key.endsWith('.datastore-index.json')) await leaderWaits(id);
+        },
+      });
+    const client = participant('client');
+    let clientWaits = 0;
 
     // WHEN three healers (each with its own store) run while a client pushes new files in four rounds
     const pushes = (async () => {
       for (let round = 0; round < 4; round++) {
-        await sleep(60);
         const files = { [`logs/pushed-${round}.log`]: `round ${round}`, [`data/new/x/${round}/raw`]: 'y'.repeat(round + 1) };
-        const lock = await DatastoreLock.acquire(client, 'race/.datastore.lock', { holder: 'swamp-cli', waitMs: 30_000 });
+        const lock = await DatastoreLock.acquire(client, LOCK, { holder: 'swamp-cli', waitMs: 30_000, onWait: () => void clientWaits++ });
         try {
+          await leaderWaits('client'); // the client's push writes with the helpers' own requests, past the hook
           await clientPush(client, seeded.indexKey(), 'race/', files);
         } finally {
           await lock.release();
@@ -52,12 +70,16 @@ describe('concurrent repairs of one root', () => {
         pushed.push(...Object.keys(files));
       }
     })();
-    const heals = [0, 1, 2].map(async (i) => {
-      await sleep(i * 40);
-      return healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 30_000 } } });
-    });
+    const heals = [0, 1, 2].map((i) =>
+      healRoot(participant(`healer-${i}`), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 30_000 } } }),
+    );
     const reports = await Promise.all(heals);
     await pushes;
+
+    // THEN the three that came second found the lock held and waited
+    expect(arrived.size).toBe(3);
+    const healerWaits = reports.flatMap((r) => r.scopes).reduce((n, s) => n + s.lockWaits, 0);
+    expect(healerWaits + clientWaits).toBeGreaterThanOrEqual(3);
 
     // THEN the root's index holds exactly every data object in the bucket (seeded and pushed), the namespace's too
     const objects = (await listObjects(store, 'race/')).map((o) => o.key.slice('race/'.length));
