@@ -26,6 +26,8 @@ function offlineEnv(home: string): NodeJS.ProcessEnv {
     AWS_SHARED_CREDENTIALS_FILE: path.join(home, 'no-aws-credentials'),
     CDK_DISABLE_VERSION_CHECK: 'true',
     CDK_DISABLE_CLI_TELEMETRY: 'true',
+    // tsx keeps a folder in the temporary directory: in `home`, which the test removes.
+    TMPDIR: home,
   };
 }
 
