@@ -73,7 +73,10 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
   const scopeFor = (namespace: string | undefined): ScopeWork => {
     const id = namespace ?? '';
     let entry = scopes.get(id);
-    if (!entry) scopes.set(id, (entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 }));
+    if (!entry) {
+      entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 };
+      scopes.set(id, entry);
+    }
     return entry;
   };
   for (const { change, rel } of work.changes) {

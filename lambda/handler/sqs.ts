@@ -51,7 +51,10 @@ export function planBatch(records: readonly SQSRecord[], bucket: string, roots: 
   };
   const workOf = (root: DatastoreRoot): RootWork => {
     let work = plan.roots.get(root.prefix);
-    if (!work) plan.roots.set(root.prefix, (work = rootWork(root)));
+    if (!work) {
+      work = rootWork(root);
+      plan.roots.set(root.prefix, work);
+    }
     return work;
   };
   const sample = (what: string): void => {

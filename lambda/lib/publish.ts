@@ -125,7 +125,9 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
           emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
         }
         const index = next;
-        const remember = (etag: string): void => void (known = { etag, index });
+        const remember = (etag: string): void => {
+          known = { etag, index };
+        };
         let status: 'written' | 'conflict';
         try {
           status = await writeIndex(store, scope, live, index, conditional, remember);

@@ -1,10 +1,11 @@
 /** The one seam to S3: every request the indexer makes goes through `S3Store`. */
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
   PutObjectCommand,
   S3Client,
   type S3ClientConfig,
@@ -307,7 +308,7 @@ export class S3Store {
           { step: 'deserialize', priority: 'low', name: 'datastoreIndexerFastListParse', override: true },
         );
       }
-      let out;
+      let out: ListObjectsV2CommandOutput;
       try {
         out = await this.client.send(command);
       } catch (err) {

@@ -10,7 +10,6 @@ import {
   HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
-  type ListObjectsV2CommandOutput,
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
@@ -40,22 +39,6 @@ afterAll(async () => {
   s3?.destroy();
   await model?.stop();
 });
-
-/** Every key under `prefix` (no delimiter), page by page. */
-async function listAll(client: S3Client, bucket: string, prefix?: string): Promise<{ keys: string[]; pages: number }> {
-  const keys: string[] = [];
-  let pages = 0;
-  let token: string | undefined;
-  do {
-    const page: ListObjectsV2CommandOutput = await client.send(
-      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
-    );
-    pages++;
-    for (const c of page.Contents ?? []) keys.push(c.Key as string);
-    token = page.NextContinuationToken;
-  } while (token);
-  return { keys, pages };
-}
 
 /**
  * The same walk over plain HTTP. The SDK spends about 30 ms of CPU parsing

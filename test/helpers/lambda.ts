@@ -290,7 +290,9 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
 // ---------------------------------------------------------------------------------------------
 
 const sqsClients = new Set<SQSClient>();
-if (typeof afterAll === 'function') afterAll(() => sqsClients.forEach((c) => c.destroy()));
+if (typeof afterAll === 'function') afterAll(() => {
+    for (const c of sqsClients) c.destroy();
+  });
 
 /** An SQS client for the test endpoint, destroyed after the file. */
 export function testSqs(): SQSClient {

@@ -14,7 +14,9 @@ export const STUB_ENTRY = path.join(__dirname, 'fixtures', 'handler.ts');
 export const BUCKET_NAME = 'shared-bucket';
 
 const outdirs: string[] = [];
-if (typeof afterAll === 'function') afterAll(() => outdirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+if (typeof afterAll === 'function') afterAll(() => {
+    for (const dir of outdirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
 
 /**
  * An app whose stacks skip asset bundling: the same switch `cdk deploy --exclusively` uses, so the

@@ -88,7 +88,7 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
     const fn = Object.values(template().Resources).find(
       (r) => r.Type === 'AWS::Lambda::Function' && (r.Properties.Environment as { Variables?: object } | undefined)?.Variables,
     );
-    const key = (fn?.Properties.Code as { S3Key: string }).S3Key;
+    const key = (fn!.Properties.Code as { S3Key: string }).S3Key;
     const assets = JSON.parse(readFileSync(path.join(outdir, `${STACK}.assets.json`), 'utf8')) as {
       files: Record<string, { source: { path: string; packaging: string } }>;
     };
@@ -120,7 +120,7 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
       'Custom::S3BucketNotifications': 1,
     });
     const indexer = Object.values(template().Resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment);
-    expect((indexer?.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+    expect((indexer!.Properties.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
       DATASTORE_BUCKET: BUCKET,
       DATASTORE_PREFIXES: 'a,b',
     });

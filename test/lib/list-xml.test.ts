@@ -19,7 +19,7 @@ const contents = (key: string, extra = ''): string =>
 describe('parseListObjectsV2', () => {
   it('reads keys, sizes, times, ETags without quotes, common prefixes and the continuation token', () => {
     const parsed = parseListObjectsV2(
-      page(contents('p/a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#x1F600; &#233;') + '<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>', true, 'tok&amp;en'),
+      page(`${contents('p/a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#x1F600; &#233;')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`, true, 'tok&amp;en'),
     );
     expect(parsed).toEqual({
       objects: [{ key: 'p/a & b <c> "d" \'e\' \u{1F600} \u00e9', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: '9f86d0' }],
@@ -80,7 +80,7 @@ describe('parseListObjectsV2', () => {
 describe('S3Store.listPages with the fast reader', () => {
   it('lets the SDK read a page the fast reader steps aside for, with the same result', async () => {
     // GIVEN an endpoint answering with a listing written with CDATA (valid XML the fast reader does not handle)
-    const xml = page(contents('<![CDATA[p/cdata & key]]>') + '<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>');
+    const xml = page(`${contents('<![CDATA[p/cdata & key]]>')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`);
     const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
 
     // WHEN it is listed
@@ -111,7 +111,7 @@ describe('S3Store.listPages with the fast reader', () => {
   });
 
   it('reads exactly what the SDK reads from the same answer', async () => {
-    const xml = page(contents('p/a &amp; b') + contents('p/\u00e9') + '<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>', true, 'next');
+    const xml = page(`${contents('p/a &amp; b') + contents('p/\u00e9')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`, true, 'next');
     const read = async (parser: 'fast' | 'sdk'): Promise<ListPage> => {
       const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
       store.listParser = parser;

@@ -139,7 +139,9 @@ describe('publishing against a held lock', () => {
     const holder = await DatastoreLock.acquire(connectStore(store.bucket), 'busy/.datastore.lock', { holder: 'swamp-cli' });
     // The holder lets go once the healer has found the lock held and waited.
     let released: Promise<void> | undefined;
-    const onWait = () => void (released ??= holder.release());
+    const onWait = (): void => {
+      released ??= holder.release();
+    };
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 10_000, onWait } } });
     await released;

@@ -14,7 +14,6 @@ import {
   readObject,
   seedDatastore,
   snapshotBucket,
-  summarize,
   swampKeys,
   testStore,
   type KeySize,
