@@ -9,5 +9,7 @@ module.exports = {
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',
   globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
   testTimeout: 60000,
+  // Not in the temporary folder: a test run leaves nothing there.
+  cacheDirectory: '<rootDir>/node_modules/.cache/jest',
   maxWorkers: 2,
 };

@@ -117,7 +117,7 @@ function coreMeasures(target: Target, parallelism: number): Record<string, () =>
 }
 
 const med = (timings: readonly Timing[] | undefined, pick: (t: Timing) => number = (t) => t.seconds): number | undefined =>
-  timings && timings.length ? median(timings.map(pick)) : undefined;
+  timings?.length ? median(timings.map(pick)) : undefined;
 
 async function main(): Promise<void> {
   const o = options();

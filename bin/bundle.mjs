@@ -18,6 +18,7 @@ const targets = [
     format: lambda.format,
     target: lambda.target,
     minify: lambda.minify,
+    keepNames: lambda.keepNames,
     sourcemap: lambda.sourcemap,
     external: lambda.external,
   },

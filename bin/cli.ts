@@ -26,7 +26,7 @@ import {
   resolveDatastoreConfig,
   rootOf,
 } from '../lambda/lib';
-import { checkJson, checkLines, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
+import { checkJson, checkLines, debugText, errorJson, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
 import { Progress } from './cli/progress';
 import { version } from '../package.json';
 
@@ -136,7 +136,13 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       namespace,
       cacheDir,
       concurrency: flags.concurrency,
-      heal: { concurrency: flags.concurrency, publish: { lock: { waitMs: flags.lockWait * 1000 } }, onEvent: eventNotes(), refuseEmpty: !flags.allowEmpty },
+      heal: {
+        concurrency: flags.concurrency,
+        publish: { lock: { waitMs: flags.lockWait * 1000 } },
+        onEvent: eventNotes(),
+        onListed: (objects) => progress.listed(objects),
+        refuseEmpty: !flags.allowEmpty,
+      },
       onHealed: () => progress.status('Comparing the cache with the index…'),
       onProgress: (done, total) => progress.update(done, total),
     });
@@ -158,7 +164,7 @@ async function check(flags: CheckFlags): Promise<number> {
   const { store, root, namespace } = await connect(flags);
   try {
     progress.status(`Checking the index of ${describeScope({ root, namespace })}…`);
-    const report = await healRoot(store, root, { mode: 'check', namespace });
+    const report = await healRoot(store, root, { mode: 'check', namespace, onListed: (objects) => progress.listed(objects) });
     progress.stop();
     if (flags.json) printJson(checkJson(report, flags.keys, Date.now() - started));
     else checkLines(report, flags.keys).forEach(say);
@@ -179,6 +185,7 @@ async function repair(flags: RepairFlags): Promise<number> {
       publish: { lock: { waitMs: flags.lockWait * 1000 } },
       onEvent: eventNotes(),
       refuseEmpty: !flags.allowEmpty,
+      onListed: (objects) => progress.listed(objects),
     });
     progress.stop();
     if (flags.json) printJson(repairJson(report, Date.now() - started));
@@ -227,8 +234,11 @@ function withDatastoreFlags(command: Command): Command {
 const LOCK_WAIT = ['--lock-wait <seconds>', 'how long to wait for a busy datastore lock, as swamp clients do', seconds, 60] as const;
 const ALLOW_EMPTY = ['--allow-empty', 'create an empty index on a prefix that holds no object at all (else that is an error: a mistyped prefix)'] as const;
 
-/** Runs a command's action: its exit code, or one line on stderr and exit 1 for any error. */
-function action<F>(run: (flags: F) => Promise<number>): (flags: F) => Promise<void> {
+/**
+ * Runs a command's action: its exit code, or for any error one line on stderr (with `--json`, also a JSON
+ * error object on stdout) and exit 1. DATASTORE_INDEXER_DEBUG=1 adds the stack and every cause.
+ */
+function action<F extends DatastoreFlags>(run: (flags: F) => Promise<number>): (flags: F) => Promise<void> {
   return async (flags) => {
     try {
       process.exitCode = await run(flags);
@@ -236,7 +246,8 @@ function action<F>(run: (flags: F) => Promise<number>): (flags: F) => Promise<vo
       progress.stop();
       const message = err instanceof Error ? err.message : String(err);
       process.stderr.write(`${NAME}: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
-      if (process.env.DATASTORE_INDEXER_DEBUG && err instanceof Error) process.stderr.write(`${err.stack}\n`);
+      if (process.env.DATASTORE_INDEXER_DEBUG) process.stderr.write(`${debugText(err)}\n`);
+      if (flags.json) printJson(errorJson(err));
       process.exitCode = 1;
     }
   };

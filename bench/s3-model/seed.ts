@@ -149,7 +149,9 @@ function allocate(groups: Group[], total: number): void {
   for (const g of groups) weightByFolder.set(g.folder, (weightByFolder.get(g.folder) ?? 0) + g.weight);
   const share = new Map(FOLDER_SHARES);
   const exact = groups.map((g) => (total * (share.get(g.folder) ?? 0) * g.weight) / (weightByFolder.get(g.folder) ?? 1));
-  groups.forEach((g, i) => (g.quota = Math.floor(exact[i])));
+  groups.forEach((g, i) => {
+    g.quota = Math.floor(exact[i]);
+  });
   let left = total - groups.reduce((sum, g) => sum + g.quota, 0);
   const byRemainder = groups.map((_, i) => i).sort((a, b) => (exact[b] % 1) - (exact[a] % 1));
   for (let k = 0; left > 0; k = (k + 1) % groups.length, left--) groups[byRemainder[k]].quota++;

@@ -3,7 +3,7 @@
  * One vocabulary everywhere: a heal has `added`, `removed` and `resized` entries; a check finds
  * `missing`, `stale` and `resized` ones; a hydrate has `pulled`, `present` and `refused` keys.
  */
-import type { HealAndHydrateReport, HealReport, ResizedEntry, ScopeReport } from '../../lambda/lib';
+import { type HealAndHydrateReport, type HealReport, IndexerError, type ResizedEntry, type ScopeReport } from '../../lambda/lib';
 
 /** `1 file`, `2 files`. */
 export function plural(count: number, one: string, many = `${one}s`): string {
@@ -144,6 +144,9 @@ export interface HealedIndexJson {
   readonly unreadableReason: string | null;
   readonly keptCopy: string | null;
   readonly published: boolean;
+  /** True when the index had drifted but another writer healed it before this run could (nothing published). */
+  readonly healedByAnotherWriter: boolean;
+  /** Entries this run added, removed and resized: 0 when it published nothing. */
   readonly added: number;
   readonly removed: number;
   readonly resized: number;
@@ -156,6 +159,7 @@ export interface HealedIndexJson {
   readonly held: string | null;
   readonly mirrorFailures: number;
   readonly objects: number;
+  /** Entries of the index as it stands after the run. */
   readonly entries: number;
 }
 
@@ -192,9 +196,10 @@ export function healedIndexJson(scope: ScopeReport): HealedIndexJson {
     unreadableReason: scope.unreadableReason ?? null,
     keptCopy: scope.keptCopy ?? null,
     published: scope.published,
-    added: scope.drift.missing,
-    removed: scope.drift.stale,
-    resized: scope.drift.resized,
+    healedByAnotherWriter: !scope.published && hasDrift(scope),
+    added: scope.published ? scope.drift.missing : 0,
+    removed: scope.published ? scope.drift.stale : 0,
+    resized: scope.published ? scope.drift.resized : 0,
     unshardable: scope.unshardable,
     refused: scope.refused,
     pending: scope.pending ?? null,
@@ -268,4 +273,25 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
 
 function rootName(report: HealReport): string {
   return `s3://${report.root.bucket}/${report.root.prefix}`;
+}
+
+/** The `--json` report of a failed command: `{error: {name, message, hint}}`, the hint apart from the message. */
+export function errorJson(err: unknown): { error: { name: string; message: string; hint: string | null } } {
+  if (!(err instanceof Error)) return { error: { name: 'Error', message: String(err), hint: null } };
+  const hint = err instanceof IndexerError && err.hint ? err.hint : null;
+  const message = hint && err.message.endsWith(`. ${hint}`) ? err.message.slice(0, -hint.length - 2) : err.message;
+  return { error: { name: err.name, message, hint } };
+}
+
+/** An error's stack and, indented below it, each cause's (the SDK's own error included). */
+export function debugText(err: unknown): string {
+  const lines: string[] = [];
+  let current: unknown = err;
+  for (let depth = 0; current !== undefined && depth < 8; depth++) {
+    const text = current instanceof Error ? (current.stack ?? `${current.name}: ${current.message}`) : String(current);
+    const indent = '  '.repeat(depth);
+    lines.push(depth === 0 ? text : `${indent}Caused by: ${text}`.replace(/\n/g, `\n${indent}`));
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join('\n');
 }

@@ -5,6 +5,8 @@ import { Presets, SingleBar } from 'cli-progress';
 export class Progress {
   private bar: SingleBar | undefined;
   private statusShown = false;
+  private statusText = '';
+  private listedShownAt = 0;
 
   constructor(
     private readonly out: NodeJS.WriteStream = process.stderr,
@@ -14,9 +16,20 @@ export class Progress {
 
   /** Shows a one-line status (e.g. "Healing …") until the next output replaces it. */
   status(text: string): void {
+    this.statusText = text;
+    this.listedShownAt = 0;
     if (!this.live) return;
     this.clearStatus();
     this.out.write(text);
+    this.statusShown = true;
+  }
+
+  /** Adds the objects listed so far to the status line, at most ten times a second. */
+  listed(objects: number, now = Date.now()): void {
+    if (!this.live || this.bar || now - this.listedShownAt < 100) return;
+    this.listedShownAt = now;
+    this.clearStatus();
+    this.out.write(`${this.statusText} ${objects.toLocaleString('en-US')} ${objects === 1 ? 'object' : 'objects'} listed`);
     this.statusShown = true;
   }
 
@@ -26,7 +39,14 @@ export class Progress {
     if (!this.bar) {
       this.clearStatus();
       this.bar = new SingleBar(
-        { stream: this.out, format: 'Pulling {bar} {value}/{total} files | {eta_formatted} left', clearOnComplete: true, hideCursor: true },
+        {
+          stream: this.out,
+          format: 'Pulling {bar} {value}/{total} files | {eta_formatted} left',
+          clearOnComplete: true,
+          hideCursor: true,
+          // The time left from the rate over the last 200 files, not 10: downloads finish in bursts of --concurrency.
+          etaBuffer: 200,
+        },
         Presets.shades_classic,
       );
       this.bar.start(total, 0);

@@ -20,6 +20,8 @@ export interface LambdaBundleOptions {
   /** esbuild target, `node<major>`; it also picks the Lambda runtime. */
   readonly target: string;
   readonly minify: boolean;
+  /** Keep function and class names through minification, so stacks and logs stay readable. */
+  readonly keepNames: boolean;
   readonly sourcemap: boolean;
   /** Modules left out of the bundle; empty means the AWS SDK is bundled too. */
   readonly external: readonly string[];
@@ -75,6 +77,7 @@ function parse(raw: unknown): LambdaBundleOptions {
     format: 'cjs',
     target,
     minify: bool('minify'),
+    keepNames: bool('keepNames'),
     sourcemap: bool('sourcemap'),
     external: o.external as string[],
   };
@@ -101,6 +104,7 @@ export function nodejsBundling(options: LambdaBundleOptions = LAMBDA_BUNDLE): Bu
     format: OutputFormat.CJS,
     target: options.target,
     minify: options.minify,
+    keepNames: options.keepNames,
     sourceMap: options.sourcemap,
     // An explicit list, even empty, replaces CDK's default of leaving @aws-sdk/* to the runtime.
     externalModules: [...options.external],

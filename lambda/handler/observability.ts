@@ -79,7 +79,8 @@ export interface RootSummary {
   readonly conflicts: number;
   readonly lockWaits: number;
   readonly scopes: readonly Record<string, unknown>[];
-  readonly error?: string;
+  /** Why the root failed: logged as an error (name, message, hint, stack and cause). */
+  readonly error?: Error;
 }
 
 /** An empty summary to fold reports into. */

@@ -74,7 +74,10 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
   const scopeFor = (namespace: string | undefined): ScopeWork => {
     const id = namespace ?? '';
     let entry = scopes.get(id);
-    if (!entry) scopes.set(id, (entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 }));
+    if (!entry) {
+      entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 };
+      scopes.set(id, entry);
+    }
     return entry;
   };
   for (const { change, rel } of work.changes) {
@@ -152,7 +155,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       }
     } catch (err) {
       // The delta stands; only its convergence check is lost, and the schedule still repairs.
-      logger.warn('could not send a re-check', { scope: report.scope, error: (err as Error).message });
+      logger.warn('could not send a re-check', { scope: report.scope, error: err as Error });
     }
     count(Metric.RechecksSent, sent);
   }

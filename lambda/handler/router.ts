@@ -23,7 +23,8 @@ export async function route(event: unknown, context: Context): Promise<unknown> 
         return await handleInvoke(rt, trigger.request, context);
     }
   } catch (err) {
-    logger.error('invocation failed', { error: (err as Error).message, errorType: (err as Error).name });
+    // The Error itself, so Powertools logs its name, stack and cause; errorType is the name at a glance.
+    logger.error('invocation failed', { errorType: (err as Error).name, error: err as Error });
     throw err;
   } finally {
     flushMetrics();

@@ -22,7 +22,7 @@ export function coldStart(env: NodeJS.ProcessEnv = process.env): Runtime {
   try {
     config = parseConfig(env);
   } catch (err) {
-    logger.error(`Bad configuration: ${(err as Error).message}`);
+    logger.error(`Bad configuration: ${(err as Error).message}`, err as Error);
     throw err;
   }
   const store = S3Store.connect(config.s3, config.bucket);

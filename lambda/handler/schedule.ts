@@ -56,7 +56,7 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
         results.push({ root: name, status: 'complete', drift, published: run.report.scopes.filter((s) => s.published).length });
       }
     } catch (err) {
-      summary = { ...summary, outcome: 'failed', error: (err as Error).message };
+      summary = { ...summary, outcome: 'failed', error: err as Error };
       results.push({ root: name, status: 'failed', error: (err as Error).message });
     }
     logRoot(summary);

@@ -51,7 +51,10 @@ export function planBatch(records: readonly SQSRecord[], bucket: string, roots: 
   };
   const workOf = (root: DatastoreRoot): RootWork => {
     let work = plan.roots.get(root.prefix);
-    if (!work) plan.roots.set(root.prefix, (work = rootWork(root)));
+    if (!work) {
+      work = rootWork(root);
+      plan.roots.set(root.prefix, work);
+    }
     return work;
   };
   const sample = (what: string): void => {
@@ -159,7 +162,7 @@ export async function handleSqs(rt: Runtime, event: SQSEvent, context: Context):
           await processRoot(rt, work, remainingMs, progress);
           return undefined;
         } catch (err) {
-          progress.summary = { ...progress.summary, outcome: 'failed', error: (err as Error).message };
+          progress.summary = { ...progress.summary, outcome: 'failed', error: err as Error };
           return `${name}: ${(err as Error).message}`;
         } finally {
           internalInScopes += progress.internal;

@@ -18,7 +18,9 @@ export type Trigger =
   | { readonly kind: 'invoke'; readonly request: InvokeRequest };
 
 /** The event is none of the handler's triggers, or a malformed direct invoke. */
-export class UnknownTriggerError extends IndexerError {}
+export class UnknownTriggerError extends IndexerError {
+  override name = 'UnknownTriggerError';
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -1,32 +1,50 @@
-/** Base class of every error the indexer raises on purpose; `hint` says what the user can do. */
+/**
+ * Base class of every error the indexer raises on purpose; `hint` says what the user can do.
+ *
+ * Each class names itself with a literal `name` (not `new.target.name`): a minified bundle renames
+ * classes, and logs and a Lambda's `errorType` must still say `LockBusyError`, not `Zn`.
+ */
 export class IndexerError extends Error {
+  override name = 'IndexerError';
+
   constructor(
     message: string,
     readonly hint?: string,
     options?: { cause?: unknown },
   ) {
     super(hint ? `${message}. ${hint}` : message, options);
-    this.name = new.target.name;
   }
 }
 
 /** The datastore configuration is incomplete or malformed. */
-export class ConfigError extends IndexerError {}
+export class ConfigError extends IndexerError {
+  override name = 'ConfigError';
+}
 
 /** S3 refused our credentials, or none were found. */
-export class CredentialsError extends IndexerError {}
+export class CredentialsError extends IndexerError {
+  override name = 'CredentialsError';
+}
 
 /** The bucket does not exist (or is in another account/region). */
-export class BucketNotFoundError extends IndexerError {}
+export class BucketNotFoundError extends IndexerError {
+  override name = 'BucketNotFoundError';
+}
 
 /** S3 denied an operation the indexer needs. */
-export class AccessDeniedError extends IndexerError {}
+export class AccessDeniedError extends IndexerError {
+  override name = 'AccessDeniedError';
+}
 
-/** S3 kept failing (throttling, 5xx, timeouts) after every retry. */
-export class S3UnavailableError extends IndexerError {}
+/** S3 kept failing (throttling, 5xx, timeouts, no connection) after every retry. */
+export class S3UnavailableError extends IndexerError {
+  override name = 'S3UnavailableError';
+}
 
 /** The datastore lock is held by a live writer and did not come free in time. */
 export class LockBusyError extends IndexerError {
+  override name = 'LockBusyError';
+
   constructor(
     readonly lockKey: string,
     readonly holder: string,
@@ -40,11 +58,35 @@ export class LockBusyError extends IndexerError {
 }
 
 /** The index kept changing under us: every conditional write lost its race. */
-export class PublishConflictError extends IndexerError {}
+export class PublishConflictError extends IndexerError {
+  override name = 'PublishConflictError';
+}
 
 /** A key from S3 or the index would resolve outside the cache folder. */
 export class UnsafeKeyError extends IndexerError {
+  override name = 'UnsafeKeyError';
+
   constructor(readonly key: string) {
     super(`Refusing key ${JSON.stringify(key)}: it would be written outside the cache folder`);
+  }
+}
+
+/**
+ * Something failed that is neither S3 answering nor a known condition (a `TypeError`, a bug): reported as
+ * what it is, with the original error's name and message, never as an outage to wait out.
+ */
+export class UnexpectedError extends IndexerError {
+  override name = 'UnexpectedError';
+
+  constructor(
+    readonly operation: string,
+    readonly original: { readonly name: string; readonly message: string },
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `Unexpected ${original.name} during ${operation}: ${original.message}`,
+      'This is not an S3 outage; rerun with DATASTORE_INDEXER_DEBUG=1 for the stack and report it if it persists',
+      options,
+    );
   }
 }

@@ -30,6 +30,8 @@ export interface HealOptions {
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
   /** Stop with `EmptyDatastoreError` when the root (or namespace) holds no object at all, rather than create an empty index there (a mistyped prefix). @default false */
   readonly refuseEmpty?: boolean;
+  /** Hears the count of objects listed so far, after each page of the root's listing. */
+  readonly onListed?: (objectsListed: number) => void;
 }
 
 /** A repair was asked of a prefix that holds no object at all: most likely a typo, so nothing is created there. */
@@ -60,7 +62,7 @@ export interface ScopeReport {
   readonly held?: string;
   /** Mirror partition files (dual-write) that could not be refreshed. */
   readonly mirrorFailures: number;
-  /** Entries in the index after the heal (for `check`, what it would have). */
+  /** Entries in the index after the heal, as last read when another writer healed it first (for `check`, what it would have). */
   readonly entries: number;
   readonly published: boolean;
   readonly conflicts: number;
@@ -84,7 +86,7 @@ export interface HealReport {
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
-  const listing = options.listing ?? (await listScopes(store, base, lister));
+  const listing = options.listing ?? (await listScopes(store, base, lister, options.onListed));
   if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0 && (await holdsNothing(store, base))) {
     throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway');
   }
@@ -180,7 +182,8 @@ export async function healScope(
       options.publish?.onEvent?.(event);
     },
   });
-  const entries = outcome.index?.entries.size ?? (outcome.before.state === 'valid' ? outcome.before.index.entries.size : 0);
+  // Not written by us: the index as last read (another writer's, if it healed first), not the stale first read.
+  const entries = outcome.index?.entries.size ?? (outcome.last.state === 'valid' ? outcome.last.index.entries.size : 0);
   return report(scope, outcome.before, found!, indexable.size, { unshardable, refusedKeys }, entries, outcome, Date.now() - started);
 }
 

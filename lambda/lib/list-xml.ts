@@ -32,13 +32,20 @@ const REFERENCE = /&(#x[0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]+)?(;)?/g;
 
 class Unrecognised extends Error {}
 
+/** The character of a numeric reference; one XML does not allow (`&#0;`, a surrogate, past U+10FFFF) is not ours to read. */
+function character(code: number): string {
+  const allowed =
+    code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+  if (!allowed) throw new Unrecognised(`the character reference &#${code};`);
+  return String.fromCodePoint(code);
+}
+
 /** Decodes XML character and entity references; an unknown or unterminated one means the answer is not what we expect. */
 function decode(text: string): string {
   if (!text.includes('&')) return text;
   return text.replace(REFERENCE, (_, ref: string | undefined, semicolon: string | undefined) => {
     if (!ref || !semicolon) throw new Unrecognised('a bare &');
-    if (ref.startsWith('#x')) return String.fromCodePoint(parseInt(ref.slice(2), 16));
-    if (ref.startsWith('#')) return String.fromCodePoint(parseInt(ref.slice(1), 10));
+    if (ref.startsWith('#')) return character(ref.startsWith('#x') ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10));
     const value = NAMED[ref];
     if (value === undefined) throw new Unrecognised(`the entity &${ref};`);
     return value;

@@ -28,11 +28,17 @@ export interface ScopedListing {
 const MARKER_SUFFIX = `/${NAMESPACE_MARKER}`;
 
 /**
- * Lists `base` (empty or ending in `/`) and sorts what it finds into the root scope and its namespaces.
+ * Lists `base` (empty or ending in `/`) and sorts what it finds into the root scope and its namespaces;
+ * `onListed` hears the count of objects listed so far after each page (a long listing's progress).
  * Kept per object: its relative key, size and last-modified time (shared between objects of the same
  * instant), about 200 bytes each with the map entry; the ETag is not kept, nothing reads it.
  */
-export async function listScopes(store: S3Store, base: string, lister: Lister = sequentialLister): Promise<ScopedListing> {
+export async function listScopes(
+  store: S3Store,
+  base: string,
+  lister: Lister = sequentialLister,
+  onListed?: (objectsListed: number) => void,
+): Promise<ScopedListing> {
   const startedAt = Date.now();
   const all = new Map<string, ListedObject>();
   const namespaces = new Set<string>();
@@ -47,6 +53,7 @@ export async function listScopes(store: S3Store, base: string, lister: Lister = 
       }
       all.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
     }
+    onListed?.(objectsSeen);
   }
   const listingMs = Date.now() - startedAt;
   const scopes = new Map<string, Map<string, ListedObject>>([['', all]]);

@@ -406,7 +406,10 @@ export function groupByPartition(entries: ReadonlyMap<string, IndexEntry>): Map<
     const partition = partitionOf(key);
     if (partition === undefined) continue;
     let group = grouped.get(partition);
-    if (!group) grouped.set(partition, (group = new Map()));
+    if (!group) {
+      group = new Map();
+      grouped.set(partition, group);
+    }
     group.set(key, entry);
   }
   return grouped;

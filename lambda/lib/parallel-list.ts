@@ -78,7 +78,9 @@ class KeyScale {
     private readonly folder: string,
     private readonly alphabet: readonly number[],
   ) {
-    alphabet.forEach((unit, i) => this.index.set(unit, i));
+    alphabet.forEach((unit, i) => {
+      this.index.set(unit, i);
+    });
   }
 
   /** The alphabet of the suffixes of `keys` after `folder`. */
@@ -225,7 +227,7 @@ class Slots {
       return;
     }
     const probe = this.waiting.findIndex((w) => w.probe);
-    this.waiting.splice(probe >= 0 ? probe : 0, 1)[0].resolve();
+    this.waiting.splice(Math.max(probe, 0), 1)[0].resolve();
   }
 }
 

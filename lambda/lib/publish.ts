@@ -47,6 +47,8 @@ export interface PublishOutcome {
   readonly conditional: boolean;
   /** The live index as it was first read. */
   readonly before: LiveIndex;
+  /** The live index as last read: another writer's, when it healed the index first. */
+  readonly last: LiveIndex;
   /** The index as written last, when written. */
   readonly index?: DatastoreIndex;
   /** Mirror partition files (or version-1 manifests) that could not be refreshed. */
@@ -119,7 +121,7 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     // Unsure what the scope was: a copy of what does not parse (when a write was wanted), a report, nothing rewritten.
     if (next) await keepCopies(before);
     emit({ event: 'held', reason: before.hold });
-    return { published: false, writes: 0, conflicts: 0, lockWaits: 0, keptCopy, conditional: true, before, mirrorFailures };
+    return { published: false, writes: 0, conflicts: 0, lockWaits: 0, keptCopy, conditional: true, before, last: before, mirrorFailures };
   }
   // The last plan and the index version it was made for: re-read unchanged under the lock, it stands.
   let planned: { readonly live: LiveIndex; readonly next: DatastoreIndex | undefined } | undefined = { live, next };
@@ -161,7 +163,9 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         await keepCopies(live);
         const index = next;
         const hooks = {
-          onMonolithWritten: (etag: string): void => void (known = { etag, index }),
+          onMonolithWritten: (etag: string): void => {
+            known = { etag, index };
+          },
           onMirrorFailed: ({ key, error }: { key: string; error: string }): void => {
             mirrorFailures++;
             emit({ event: 'mirror-failed', key, error });
@@ -201,5 +205,5 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     planned = { live, next };
     known = undefined;
   }
-  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, index: written, mirrorFailures };
+  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, last: live, index: written, mirrorFailures };
 }

@@ -62,7 +62,22 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   if (normalizePrefix(prefix).split('/').some((s) => s === '.' || s === '..' || (s === '' && normalizePrefix(prefix) !== ''))) {
     throw new ConfigError(`Datastore config "prefix" must not hold "." or ".." or empty segments, got "${prefix}"`, 'Give the prefix exactly as clients use it, e.g. "swamp" or "team/swamp"');
   }
-  return { bucket, prefix, region: str('region'), endpoint, forcePathStyle: fps };
+  const region = str('region');
+  if (region !== undefined) checkRegion(region, 'Datastore config "region"');
+  return { bucket, prefix, region, endpoint, forcePathStyle: fps };
+}
+
+/**
+ * Checks a region name early: the SDK only finds a bad one (`eu west 1`) when it builds a request's host
+ * name, and that failure looks like an outage. `auto` and other S3-compatible names pass.
+ */
+export function checkRegion(region: string, what: string): void {
+  if (!/^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$/.test(region)) {
+    throw new ConfigError(
+      `${what} must be a region name such as eu-west-1 (lowercase letters, digits and hyphens), got ${JSON.stringify(region)}`,
+      'Pass the bucket\'s region, e.g. --region eu-west-1',
+    );
+  }
 }
 
 /**

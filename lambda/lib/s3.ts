@@ -1,10 +1,11 @@
 /** The one seam to S3: every request the indexer makes goes through `S3Store`. */
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
+  type ListObjectsV2CommandOutput,
   PutObjectCommand,
   S3Client,
   type S3ClientConfig,
@@ -12,12 +13,14 @@ import {
 import {
   AccessDeniedError,
   BucketNotFoundError,
+  ConfigError,
   CredentialsError,
   IndexerError,
   S3UnavailableError,
+  UnexpectedError,
 } from './errors';
 import { isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
-import type { S3Settings } from './root';
+import { type S3Settings, checkRegion } from './root';
 
 /** An object's metadata; `etag` without quotes. */
 export interface ObjectInfo {
@@ -48,7 +51,9 @@ export type WriteCondition = { readonly ifNoneMatch: '*' } | { readonly ifMatch:
 export type WriteResult = { readonly status: 'written'; readonly etag: string } | { readonly status: 'conflict' };
 
 /** The store answered a conditional request with "not implemented": fall back to the lock alone. */
-export class ConditionalWritesUnsupportedError extends IndexerError {}
+export class ConditionalWritesUnsupportedError extends IndexerError {
+  override name = 'ConditionalWritesUnsupportedError';
+}
 
 /** Options of a read. */
 export interface GetOptions {
@@ -72,8 +77,11 @@ export function unquoteEtag(etag: string | undefined): string {
 interface AwsError {
   name?: string;
   Code?: string;
+  code?: string;
   message?: string;
+  errors?: unknown[];
   $metadata?: { httpStatusCode?: number };
+  $response?: { headers?: Record<string, string | undefined> };
 }
 
 function statusOf(err: unknown): number | undefined {
@@ -101,6 +109,38 @@ function isUnsupported(err: unknown): boolean {
   return statusOf(err) === 501 || code === 'NotImplemented';
 }
 
+/** Codes of an answer that never came: the network or the endpoint failed, as the SDK's retries see it. */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'TimeoutError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+]);
+
+/** The Node system error code of a failed connection (`ECONNREFUSED`), also inside an AggregateError (one per address tried). */
+function networkCodeOf(err: unknown): string | undefined {
+  const e = err as AwsError;
+  for (const code of [e?.code, e?.name, e?.Code]) if (code && NETWORK_CODES.has(code)) return code;
+  // The SDK wraps what is not an `Error` of its own realm (as under jest's VM) as "AWS SDK error wrapper for Error: connect ECONNREFUSED …".
+  const named = /\b(E[A-Z_]+)\b/.exec(e?.message ?? '')?.[1];
+  if (named && NETWORK_CODES.has(named) && e?.message?.startsWith('AWS SDK error wrapper')) return named;
+  const first = Array.isArray(e?.errors) ? e.errors[0] : undefined;
+  return first === undefined ? undefined : networkCodeOf(first);
+}
+
+/** Credential providers failed: no credentials were found, so none were sent. */
+const CREDENTIALS_MISSING = new Set(['CredentialsProviderError', 'ProviderError', 'TokenProviderError']);
+
+/** S3 read the credentials that were sent and refused them. */
+const CREDENTIALS_REJECTED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired']);
+
 /** Turns an SDK error into one of ours, with what the user can do about it. */
 export function translateError(err: unknown, operation: string, bucket: string, key?: string): Error {
   if (err instanceof IndexerError) return err;
@@ -111,19 +151,38 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   if (code === 'NoSuchBucket') {
     return new BucketNotFoundError(`Bucket "${bucket}" does not exist`, 'Check the bucket name, region and endpoint', { cause: err });
   }
-  if (
-    code === 'CredentialsProviderError' ||
-    code === 'InvalidAccessKeyId' ||
-    code === 'SignatureDoesNotMatch' ||
-    code === 'ExpiredToken' ||
-    code === 'InvalidToken' ||
-    code === 'TokenRefreshRequired'
-  ) {
+  if (CREDENTIALS_MISSING.has(code)) {
+    const profile = process.env.AWS_PROFILE;
+    return profile
+      ? new CredentialsError(
+          `No AWS credentials were found for profile "${profile}" (AWS_PROFILE), so nothing was sent to S3 for ${operation} on ${where}`,
+          `Check that profile "${profile}" is in ~/.aws/config or ~/.aws/credentials (aws configure list-profiles), or unset AWS_PROFILE; DATASTORE_INDEXER_DEBUG=1 shows what the SDK tried`,
+          { cause: err },
+        )
+      : new CredentialsError(
+          `No AWS credentials were found, so nothing was sent to S3 for ${operation} on ${where}`,
+          'Set AWS_PROFILE to a profile in ~/.aws/config, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; DATASTORE_INDEXER_DEBUG=1 shows what the SDK tried',
+          { cause: err },
+        );
+  }
+  if (CREDENTIALS_REJECTED.has(code)) {
     return new CredentialsError(
       `S3 rejected the credentials for ${operation} on ${where} (${code})`,
-      'Set AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or refresh your session',
+      'Check AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or refresh your session',
       { cause: err },
     );
+  }
+  if (status === 301 || status === 307 || code === 'PermanentRedirect' || code === 'AuthorizationHeaderMalformed') {
+    const region = (err as AwsError)?.$response?.headers?.['x-amz-bucket-region'];
+    if (region || status === 301 || code === 'PermanentRedirect') {
+      return new ConfigError(
+        region
+          ? `Bucket "${bucket}" is in region ${region}, not the region this request was signed for (${operation} on ${where})`
+          : `Bucket "${bucket}" is in another region than the one configured (${operation} on ${where}: ${detail})`,
+        region ? `Pass --region ${region} (or set "region" in the datastore config)` : 'Pass the bucket\'s region with --region (or "region" in the datastore config)',
+        { cause: err },
+      );
+    }
   }
   if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
     return new AccessDeniedError(
@@ -132,10 +191,21 @@ export function translateError(err: unknown, operation: string, bucket: string, 
       { cause: err },
     );
   }
-  if (status === undefined || status >= 500 || code === 'SlowDown' || code === 'TimeoutError' || code === 'RequestTimeout') {
+  const network = networkCodeOf(err);
+  if (network !== undefined) {
+    return new S3UnavailableError(`Could not reach S3 for ${operation} on ${where} (${network}) after every retry`, 'Check the endpoint and network, then retry', {
+      cause: err,
+    });
+  }
+  if (status !== undefined && (status >= 500 || code === 'SlowDown')) {
     return new S3UnavailableError(`S3 kept failing on ${operation} ${where}: ${detail}`, 'Retry later; check the endpoint and network', {
       cause: err,
     });
+  }
+  if (status === undefined) {
+    // No answer from S3 and no network failure: a bug or an unexpected runtime error, not an outage.
+    const e = err instanceof Error ? err : new Error(String(err));
+    return new UnexpectedError(`${operation} on ${where}`, { name: e.name, message: e.message }, { cause: err });
   }
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }
@@ -168,8 +238,11 @@ async function collectBody(body: unknown): Promise<Buffer> {
 
 /** Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts. */
 export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}): S3Client {
+  const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
+  checkRegion(region, source);
   return new S3Client({
-    region: settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    region,
     endpoint: settings.endpoint,
     forcePathStyle: settings.forcePathStyle,
     maxAttempts: 6,
@@ -250,7 +323,7 @@ export class S3Store {
           { step: 'deserialize', priority: 'low', name: 'datastoreIndexerFastListParse', override: true },
         );
       }
-      let out;
+      let out: ListObjectsV2CommandOutput;
       try {
         out = await this.client.send(command);
       } catch (err) {

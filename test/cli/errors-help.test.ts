@@ -4,9 +4,10 @@ import { datastoreConfig, ensureBuiltCli, runCli, tempDir } from './helpers';
 
 beforeAll(ensureBuiltCli, 120_000);
 
-/** Asserts a run failed with exactly one stderr line matching `message`, and printed nothing on stdout. */
-function expectOneLineError(run: { code: number | null; stdout: string; stderr: string }, message: RegExp): void {
-  expect(run.stdout).toBe('');
+/** Asserts a run failed with exactly one stderr line matching `message`, and printed nothing on stdout (with `--json`, one JSON error). */
+function expectOneLineError(run: { code: number | null; stdout: string; stderr: string }, message: RegExp, json?: { name: string }): void {
+  if (json) expect(JSON.parse(run.stdout)).toEqual({ error: { name: json.name, message: expect.any(String), hint: expect.any(String) } });
+  else expect(run.stdout).toBe('');
   expect(run.stderr.endsWith('\n')).toBe(true);
   expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
   expect(run.stderr).toMatch(/^datastore-indexer: /);
@@ -35,9 +36,58 @@ describe('datastore-indexer errors', () => {
     const runs = await Promise.all([
       runCli(['hydrate', '--config', config, '--cache', tempDir()]),
       runCli(['check', '--config', config]),
-      runCli(['repair', '--config', config, '--json']),
     ]);
     for (const run of runs) expectOneLineError(run, message);
+  });
+
+  test('with --json, an error is also one JSON object on stdout: its name, message and hint apart', async () => {
+    const bucket = uniqueBucketName('no-such');
+    const run = await runCli(['repair', '--config', datastoreConfig(bucket, 'swamp'), '--json']);
+    expectOneLineError(run, /^datastore-indexer: Bucket "no-such-[^"]+" does not exist\./, { name: 'BucketNotFoundError' });
+    expect(JSON.parse(run.stdout)).toEqual({
+      error: { name: 'BucketNotFoundError', message: `Bucket "${bucket}" does not exist`, hint: 'Check the bucket name, region and endpoint' },
+    });
+  });
+
+  describe('without credentials (no variables, no ~/.aws, no instance metadata)', () => {
+    const home = (): string => tempDir();
+    const noCredentials = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => {
+      const dir = home();
+      return {
+        AWS_ACCESS_KEY_ID: '',
+        AWS_SECRET_ACCESS_KEY: '',
+        AWS_SESSION_TOKEN: '',
+        AWS_PROFILE: '',
+        HOME: dir,
+        AWS_CONFIG_FILE: `${dir}/config`,
+        AWS_SHARED_CREDENTIALS_FILE: `${dir}/credentials`,
+        AWS_EC2_METADATA_DISABLED: 'true',
+        ...extra,
+      };
+    };
+    const config = (): string => datastoreConfig('any-bucket-name', 'swamp');
+
+    test('says none were found and so none were sent, not that S3 rejected them', async () => {
+      const run = await runCli(['check', '--config', config()], noCredentials());
+      expectOneLineError(run, /^datastore-indexer: No AWS credentials were found, so nothing was sent to S3 for ListBucket on s3:\/\/any-bucket-name\/swamp\/\. Set AWS_PROFILE/);
+      expect(run.stderr).not.toMatch(/rejected/);
+    });
+
+    test('an unknown AWS_PROFILE is named, and DATASTORE_INDEXER_DEBUG=1 shows the SDK\'s own cause', async () => {
+      const plain = await runCli(['check', '--config', config()], noCredentials({ AWS_PROFILE: 'no-such-profile' }));
+      expectOneLineError(plain, /^datastore-indexer: No AWS credentials were found for profile "no-such-profile" \(AWS_PROFILE\).*Check that profile "no-such-profile" is in ~\/\.aws\/config/);
+
+      const debug = await runCli(['check', '--config', config()], noCredentials({ AWS_PROFILE: 'no-such-profile', DATASTORE_INDEXER_DEBUG: '1' }));
+      expect(debug.code).toBe(1);
+      expect(debug.stderr).toMatch(/^CredentialsError: No AWS credentials were found/m);
+      expect(debug.stderr).toMatch(/^ {2}Caused by: CredentialsProviderError: /m);
+    });
+  });
+
+  test('a malformed --region is a ConfigError before any request, not "retry later"', async () => {
+    const run = await runCli(['check', '--config', datastoreConfig('any-bucket-name', 'swamp'), '--region', 'eu west 1', '--json']);
+    expectOneLineError(run, /^datastore-indexer: Datastore config "region" must be a region name such as eu-west-1 .*got "eu west 1"/, { name: 'ConfigError' });
+    expect(run.stderr).not.toMatch(/retry later/i);
   });
 
   test('a namespace that does not exist is refused before anything is written', async () => {

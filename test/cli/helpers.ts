@@ -120,7 +120,9 @@ export function datastoreConfig(bucket: string, prefix?: string): string {
 }
 
 const tempDirs: string[] = [];
-if (typeof afterAll === 'function') afterAll(() => tempDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+if (typeof afterAll === 'function') afterAll(() => {
+    for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+  });
 
 /** A fresh temporary folder, removed after the test file. */
 export function tempDir(): string {

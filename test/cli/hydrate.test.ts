@@ -148,8 +148,8 @@ describe('datastore-indexer hydrate', () => {
       mkdirSync(dirname(join(cache, rel)), { recursive: true });
       writeFileSync(join(cache, rel), body);
     };
-    objects.slice(0, 30).forEach(([rel, body]) => write(rel, body));
-    objects.slice(30, 35).forEach(([rel, body]) => write(rel, Buffer.concat([body, Buffer.from('+')])));
+    for (const [rel, body] of objects.slice(0, 30)) write(rel, body);
+    for (const [rel, body] of objects.slice(30, 35)) write(rel, Buffer.concat([body, Buffer.from('+')]));
     write(`${objects[40][0]}.datastore-indexer.part`, 'half');
 
     // WHEN hydrating

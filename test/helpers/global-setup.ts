@@ -1,7 +1,15 @@
+import { rebuildIfStale } from './bundle';
 import { startMoto } from './moto';
+import { useRunTempDir } from './temp';
 
-/** Starts one moto server for the whole run, unless S3_TEST_ENDPOINT names another S3 API. */
+/**
+ * Rebuilds the bundles when a source is newer (once, before any worker loads them), and starts one moto
+ * server for the whole run, unless S3_TEST_ENDPOINT names another S3 API. Temporary files of the run go
+ * to a folder of its own, checked empty at the end.
+ */
 export default async function globalSetup(): Promise<void> {
+  rebuildIfStale();
+  useRunTempDir();
   process.env.AWS_ACCESS_KEY_ID ??= 'testing';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
   process.env.AWS_REGION ??= 'us-east-1';

@@ -1,7 +1,9 @@
 import type { MotoServer } from './moto';
+import { removeRunTempDir } from './temp';
 
-/** Stops the moto server the global setup started. */
+/** Stops the moto server the global setup started, then checks the tests left no temporary files. */
 export default async function globalTeardown(): Promise<void> {
   const moto = (globalThis as { __MOTO__?: MotoServer }).__MOTO__;
   if (moto) await moto.stop();
+  removeRunTempDir();
 }

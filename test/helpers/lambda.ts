@@ -9,8 +9,6 @@
  * const lambda = loadHandler(handlerEnv({ bucket: fixture.store.bucket, prefixes: 'swamp', s3: proxy.endpoint }));
  * const { result } = await invoke(lambda, sqsEventFrom(await fixture.receive()));
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { type IncomingMessage, type Server, createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
@@ -24,6 +22,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { S3Store } from '../../lambda/lib';
+import { rebuildIfStale } from './bundle';
 import { T0, encodeEventKey } from './factories';
 import { testEndpoint, testStore } from './s3';
 
@@ -37,9 +36,9 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 /** The artifact the CDK stack deploys. */
 export const BUNDLE = join(PROJECT_ROOT, 'dist', 'lambda', 'index.js');
 
-/** Builds the bundle with `node bin/bundle.mjs` unless it exists (`npm test` builds it first). */
+/** Builds the bundle when it is missing or older than a source; the jest global setup already did so once per run. */
 export function ensureBundle(): void {
-  if (!existsSync(BUNDLE)) execFileSync(process.execPath, [join(PROJECT_ROOT, 'bin', 'bundle.mjs')], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+  rebuildIfStale();
 }
 
 /** The bundle's export. */
@@ -291,7 +290,9 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
 // ---------------------------------------------------------------------------------------------
 
 const sqsClients = new Set<SQSClient>();
-if (typeof afterAll === 'function') afterAll(() => sqsClients.forEach((c) => c.destroy()));
+if (typeof afterAll === 'function') afterAll(() => {
+    for (const c of sqsClients) c.destroy();
+  });
 
 /** An SQS client for the test endpoint, destroyed after the file. */
 export function testSqs(): SQSClient {

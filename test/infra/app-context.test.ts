@@ -1,4 +1,4 @@
-import { App } from 'aws-cdk-lib';
+import { unbundledApp } from './helpers';
 import { Template } from 'aws-cdk-lib/assertions';
 import { DatastoreIndexerPropError } from '../../infra/errors';
 import { readStackConfigs, stackNameFor } from '../../infra/private/app-context';
@@ -79,12 +79,7 @@ describe('app context', () => {
 
   test('the app makes one stack per bucket of a buckets list, each wired to its bucket', () => {
     // GIVEN: context as `-c buckets=…` gives it; bundling skipped, the bundle is under test in synth.test.ts
-    const app = new App({
-      context: {
-        buckets: '[{"bucketName":"team-a-bucket","prefixes":["swamp"]},{"bucketName":"team-b-bucket"}]',
-        'aws:cdk:bundling-stacks': [],
-      },
-    });
+    const app = unbundledApp({ buckets: '[{"bucketName":"team-a-bucket","prefixes":["swamp"]},{"bucketName":"team-b-bucket"}]' });
     // WHEN
     const stacks = addIndexerStacks(app);
     // THEN

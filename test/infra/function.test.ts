@@ -71,7 +71,7 @@ describe('Lambda bundle options', () => {
     expect(LAMBDA_BUNDLE).toEqual(shared);
   });
 
-  test('bundle the AWS SDK, minify, emit source maps and never use Docker', () => {
+  test('bundle the AWS SDK, minify keeping names, emit source maps and never use Docker', () => {
     // GIVEN / WHEN
     const bundling = nodejsBundling();
     // THEN
@@ -80,6 +80,7 @@ describe('Lambda bundle options', () => {
       format: OutputFormat.CJS,
       target: LAMBDA_BUNDLE.target,
       minify: true,
+      keepNames: true,
       sourceMap: true,
       externalModules: [],
     });

@@ -1,3 +1,5 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -11,12 +13,20 @@ export const STUB_ENTRY = path.join(__dirname, 'fixtures', 'handler.ts');
 
 export const BUCKET_NAME = 'shared-bucket';
 
+const outdirs: string[] = [];
+if (typeof afterAll === 'function') afterAll(() => {
+    for (const dir of outdirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
 /**
  * An app whose stacks skip asset bundling: the same switch `cdk deploy --exclusively` uses, so the
- * function keeps its real NodejsFunction props while no esbuild runs.
+ * function keeps its real NodejsFunction props while no esbuild runs. Its cloud assembly goes to a
+ * temporary folder removed after the test file (an App without `outdir` leaves a `cdk.out*` folder per synth).
  */
-export function unbundledApp(): App {
-  return new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+export function unbundledApp(context: Record<string, unknown> = {}): App {
+  const outdir = mkdtempSync(path.join(tmpdir(), 'indexer-cdk-test-'));
+  outdirs.push(outdir);
+  return new App({ outdir, context: { 'aws:cdk:bundling-stacks': [], ...context } });
 }
 
 /**

@@ -57,6 +57,22 @@ describe('configuration, read at cold start', () => {
     const errors = lines.filter((l) => l.level === 'ERROR');
     expect(errors).toHaveLength(1);
     expect(String(errors[0].message)).toMatch(message);
+    // The minified bundle still names the class, and the error is logged whole.
+    expect(errors[0].error).toMatchObject({ name: 'ConfigError', message: expect.stringMatching(message), stack: expect.stringContaining('ConfigError') });
+  });
+
+  test('a failed invocation is logged by the bundle with the error class named, its stack and its hint', async () => {
+    const lambda = loadHandler(handlerEnv({ bucket: 'configured-bucket' }));
+    const failure = await invoke(lambda, { action: 'delete-everything' }).catch((err: unknown) => err as Error & { lines: LogLine[] });
+
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).name).toBe('UnknownTriggerError');
+    const [line] = (failure as { lines: LogLine[] }).lines.filter((l) => l.message === 'invocation failed');
+    expect(line).toMatchObject({
+      level: 'ERROR',
+      errorType: 'UnknownTriggerError',
+      error: { name: 'UnknownTriggerError', hint: expect.stringContaining('Example:'), stack: expect.stringMatching(/^UnknownTriggerError: "action" must be/) },
+    });
   });
 
   test('an event that is none of the triggers is refused with a clear error', async () => {

@@ -2,13 +2,17 @@
  * Faults injected at the HTTP layer of the library's own client (`createS3Client`), everything else real
  * (moto behind it): retries, typed errors, and stores without conditional writes.
  */
+import { createServer } from 'node:net';
 import {
   AccessDeniedError,
   BucketNotFoundError,
+  ConfigError,
   CredentialsError,
   type PublishEvent,
   S3Store,
   S3UnavailableError,
+  UnexpectedError,
+  createS3Client,
   healRoot,
 } from '../../lambda/lib';
 import {
@@ -23,8 +27,18 @@ import {
   seedDatastore,
   summarize,
   testStore,
+  testClient,
   uniqueBucketName,
 } from '../helpers/s3';
+
+/** A loopback port nothing listens on: bound, then closed again. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 /** A fault that answers the first `times` requests matching `when`, then lets everything through. */
 function firstN(times: number, when: (r: OutgoingRequest) => boolean, response: CannedResponse) {
@@ -124,6 +138,46 @@ describe('typed errors', () => {
     await expect(healRoot(readOnly, seeded.root, { mode: 'repair' })).rejects.toBeInstanceOf(AccessDeniedError);
 
     expect(await listObjects(store)).toEqual(before);
+  });
+
+  it('names the bucket\'s region from x-amz-bucket-region when S3 redirects (a wrong region), as a ConfigError', async () => {
+    const redirect = { status: 301, code: 'PermanentRedirect', message: 'The bucket you are attempting to access must be addressed using the specified endpoint.', headers: { 'x-amz-bucket-region': 'eu-west-2' } };
+    const store = new S3Store(faultyClient(() => redirect), 'elsewhere');
+
+    const error = await store.listPages({ prefix: 'p/' }).next().catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).name).toBe('ConfigError');
+    expect((error as Error).message).toContain('Bucket "elsewhere" is in region eu-west-2');
+    expect((error as ConfigError).hint).toBe('Pass --region eu-west-2 (or set "region" in the datastore config)');
+  });
+
+  it('reports an error without an HTTP status (a TypeError) as UnexpectedError with its name and message, not as an S3 outage', async () => {
+    const bug = new TypeError("Cannot read properties of undefined (reading 'x')");
+    const handler = { handle: async () => Promise.reject(bug), destroy: () => undefined };
+    const store = new S3Store(testClient({ requestHandler: handler as never }), 'b');
+
+    const error = await store.get('k').catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(UnexpectedError);
+    expect(error).not.toBeInstanceOf(S3UnavailableError);
+    expect((error as UnexpectedError).original).toEqual({ name: 'TypeError', message: bug.message });
+    expect((error as Error).message).toContain(`Unexpected TypeError during GetObject on s3://b/k: ${bug.message}`);
+    expect((error as Error).cause).toBe(bug);
+    expect((error as Error).message).not.toMatch(/retry later/i);
+  });
+
+  it('reports a closed endpoint port as S3UnavailableError naming ECONNREFUSED', async () => {
+    const client = createS3Client({ endpoint: `http://127.0.0.1:${await closedPort()}`, forcePathStyle: true, region: 'us-east-1' }, { maxAttempts: 1 });
+    const store = new S3Store(client, 'b');
+    try {
+      const error = await store.get('k').catch((e: unknown) => e);
+
+      expect(error).toBeInstanceOf(S3UnavailableError);
+      expect((error as Error).message).toContain('Could not reach S3 for GetObject on s3://b/k (ECONNREFUSED)');
+    } finally {
+      client.destroy();
+    }
   });
 
   it('turns InvalidAccessKeyId into CredentialsError', async () => {

@@ -19,7 +19,7 @@ const contents = (key: string, extra = ''): string =>
 describe('parseListObjectsV2', () => {
   it('reads keys, sizes, times, ETags without quotes, common prefixes and the continuation token', () => {
     const parsed = parseListObjectsV2(
-      page(contents('p/a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#x1F600; &#233;') + '<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>', true, 'tok&amp;en'),
+      page(`${contents('p/a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#x1F600; &#233;')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`, true, 'tok&amp;en'),
     );
     expect(parsed).toEqual({
       objects: [{ key: 'p/a & b <c> "d" \'e\' \u{1F600} \u00e9', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: '9f86d0' }],
@@ -64,6 +64,10 @@ describe('parseListObjectsV2', () => {
     ['a comment', page(`<!-- hi -->${contents('p/x')}`)],
     ['an unknown entity', page(contents('p/&nbsp;'))],
     ['a bare ampersand', page(contents('p/a & b'))],
+    ['a character reference past U+10FFFF', page(contents('p/&#1114112;'))],
+    ['a hexadecimal one past U+10FFFF', page(contents('p/&#x110000;'))],
+    ['a reference to a surrogate', page(contents('p/&#xD800;'))],
+    ['a reference to NUL', page(contents('p/&#0;'))],
     ['URL-encoded keys', page(`<EncodingType>url</EncodingType>${contents('p/a%20b')}`)],
     ['a truncated page without a token', page(contents('p/x'), true)],
     ['an object without a size', page(contents('p/x').replace('<Size>5321</Size>', ''))],
@@ -76,7 +80,7 @@ describe('parseListObjectsV2', () => {
 describe('S3Store.listPages with the fast reader', () => {
   it('lets the SDK read a page the fast reader steps aside for, with the same result', async () => {
     // GIVEN an endpoint answering with a listing written with CDATA (valid XML the fast reader does not handle)
-    const xml = page(contents('<![CDATA[p/cdata & key]]>') + '<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>');
+    const xml = page(`${contents('<![CDATA[p/cdata & key]]>')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`);
     const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
 
     // WHEN it is listed
@@ -89,8 +93,25 @@ describe('S3Store.listPages with the fast reader', () => {
     ]);
   });
 
+  it('hands a page with an out-of-range character reference to the SDK instead of throwing RangeError', async () => {
+    // GIVEN an endpoint whose listing holds &#1114112; (one past the last Unicode code point)
+    const xml = page(contents('p/a&#1114112;') + contents('p/b'));
+    const read = async (parser: 'fast' | 'sdk'): Promise<ListPage[]> => {
+      const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
+      store.listParser = parser;
+      const pages: ListPage[] = [];
+      for await (const p of store.listPages({ prefix: 'p/' })) pages.push(p);
+      return pages;
+    };
+
+    // WHEN it is listed with the fast reader, THEN the listing is the SDK's own reading of the page
+    const fast = await read('fast');
+    expect(fast).toEqual(await read('sdk'));
+    expect(fast[0].objects.map((o) => o.key)[1]).toBe('p/b');
+  });
+
   it('reads exactly what the SDK reads from the same answer', async () => {
-    const xml = page(contents('p/a &amp; b') + contents('p/\u00e9') + '<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>', true, 'next');
+    const xml = page(`${contents('p/a &amp; b') + contents('p/\u00e9')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`, true, 'next');
     const read = async (parser: 'fast' | 'sdk'): Promise<ListPage> => {
       const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
       store.listParser = parser;

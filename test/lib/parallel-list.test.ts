@@ -26,8 +26,10 @@ interface MemoryStore {
   readonly counts: { lists: number; probes: number; keysReturned: number };
 }
 
-function memoryStore(keys: Iterable<string>, options: { failAfter?: number } = {}): MemoryStore {
+/** An in-memory store; each answer takes 0 to 2 ms, drawn from a generator seeded with `seed` (default 1). */
+function memoryStore(keys: Iterable<string>, options: { failAfter?: number; seed?: number } = {}): MemoryStore {
   const sorted = [...new Set(keys)].sort(compareKeys);
+  const latency = random(options.seed ?? 1);
   const counts = { lists: 0, probes: 0, keysReturned: 0 };
   const firstAbove = (bound: string, inclusive: boolean): number => {
     let lo = 0;
@@ -48,7 +50,7 @@ function memoryStore(keys: Iterable<string>, options: { failAfter?: number } = {
       else counts.lists++;
       if (options.failAfter !== undefined && counts.lists + counts.probes > options.failAfter) throw new Error('injected listing failure');
       // Answers arrive in any order, as they do from a real endpoint.
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+      await new Promise((resolve) => setTimeout(resolve, latency() * 2));
       const objects: ListPage['objects'] = [];
       const prefixes: string[] = [];
       while (i < sorted.length && sorted[i].startsWith(prefix) && objects.length + prefixes.length < maxKeys) {

@@ -15,8 +15,8 @@ import {
   testStore,
 } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
+import { healedIndexJson, repairLines } from '../../bin/cli/format';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A swamp client's push as the contract describes it: GET the index, upload, PUT the merged index unconditionally. */
 async function clientPush(store: S3Store, indexKey: string, base: string, files: Record<string, string>): Promise<void> {
@@ -34,16 +34,35 @@ describe('concurrent repairs of one root', () => {
     // GIVEN an unindexed root with a namespace
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'race', objects: 12, namespaces: ['ns1'] });
-    const client = connectStore(store.bucket);
     const pushed: string[] = [];
+    // Contention made certain, not left to timing: whoever takes the lock first keeps it until the three
+    // others have each tried to take it too (and so found it held).
+    const LOCK = 'race/.datastore.lock';
+    let leader: string | undefined;
+    const arrived = new Set<string>();
+    let everyoneArrived!: () => void;
+    const everyone = new Promise<void>((resolve) => (everyoneArrived = resolve));
+    const leaderWaits = async (id: string): Promise<void> => {
+      if (id === leader && arrived.size < 3) await everyone;
+    };
+    const participant = (id: string) =>
+      hookedStore(store.bucket, {
+        async beforePut(key) {
+          if (key === LOCK && leader === undefined) leader = id;
+          else if (key === LOCK && id !== leader && !arrived.has(id) && arrived.add(id).size === 3) everyoneArrived();
+          else if (key !== LOCK && key.endsWith('.datastore-index.json')) await leaderWaits(id);
+        },
+      });
+    const client = participant('client');
+    let clientWaits = 0;
 
     // WHEN three healers (each with its own store) run while a client pushes new files in four rounds
     const pushes = (async () => {
       for (let round = 0; round < 4; round++) {
-        await sleep(60);
         const files = { [`logs/pushed-${round}.log`]: `round ${round}`, [`data/new/x/${round}/raw`]: 'y'.repeat(round + 1) };
-        const lock = await DatastoreLock.acquire(client, 'race/.datastore.lock', { holder: 'swamp-cli', waitMs: 30_000 });
+        const lock = await DatastoreLock.acquire(client, LOCK, { holder: 'swamp-cli', waitMs: 30_000, onWait: () => void clientWaits++ });
         try {
+          await leaderWaits('client'); // the client's push writes with the helpers' own requests, past the hook
           await clientPush(client, seeded.indexKey(), 'race/', files);
         } finally {
           await lock.release();
@@ -51,12 +70,16 @@ describe('concurrent repairs of one root', () => {
         pushed.push(...Object.keys(files));
       }
     })();
-    const heals = [0, 1, 2].map(async (i) => {
-      await sleep(i * 40);
-      return healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 30_000 } } });
-    });
+    const heals = [0, 1, 2].map((i) =>
+      healRoot(participant(`healer-${i}`), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 30_000 } } }),
+    );
     const reports = await Promise.all(heals);
     await pushes;
+
+    // THEN the three that came second found the lock held and waited
+    expect(arrived.size).toBe(3);
+    const healerWaits = reports.flatMap((r) => r.scopes).reduce((n, s) => n + s.lockWaits, 0);
+    expect(healerWaits + clientWaits).toBeGreaterThanOrEqual(3);
 
     // THEN the root's index holds exactly every data object in the bucket (seeded and pushed), the namespace's too
     const objects = (await listObjects(store, 'race/')).map((o) => o.key.slice('race/'.length));
@@ -155,6 +178,35 @@ describe('concurrent repairs of one root', () => {
     expect(summarize(index)).toEqual(
       [...seeded.expectedEntries().filter((e) => e.key !== victim), { key: 'logs/new.log', size: 3 }].sort((a, b) => (a.key < b.key ? -1 : 1)),
     );
+  });
+
+  it('reports what happened when another writer healed the index first: nothing published, nothing added, the entries as they now stand', async () => {
+    // GIVEN an indexed root with 4 unindexed objects
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'first', objects: 6 });
+    await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
+    const added = { 'logs/a.log': 'a', 'logs/b.log': 'bb', 'logs/c.log': 'ccc', 'logs/d.log': 'dddd' };
+    for (const [rel, body] of Object.entries(added)) await putObject(store, `first/${rel}`, body);
+    const client = connectStore(store.bucket);
+    let pushed = false;
+    // WHEN, after the healer listed and planned but before it takes the lock, a client indexes them (and pushes one more file)
+    const healer = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (key !== 'first/.datastore.lock' || pushed) return;
+        pushed = true;
+        await withLock(client, 'first/.datastore.lock', { holder: 'swamp-cli' }, () => clientPush(client, seeded.indexKey(), 'first/', { ...added, 'logs/e.log': 'e' }));
+      },
+    });
+
+    const report = await healRoot(healer, seeded.root, { mode: 'repair' });
+
+    // THEN the report says the heal found 4 missing, published nothing, added nothing, and the index holds 6 + 5 entries now
+    expect(pushed).toBe(true);
+    const scope = report.scopes[0];
+    expect(scope).toMatchObject({ published: false, drift: { missing: 4, stale: 0, resized: 0 }, entries: 11 });
+    expect((await readIndex(store, seeded.indexKey()))!.entries.size).toBe(11);
+    expect(healedIndexJson(scope)).toMatchObject({ published: false, healedByAnotherWriter: true, added: 0, removed: 0, resized: 0, entries: 11 });
+    expect(repairLines(report)).toEqual([`Index ${scope.scope} was healed by another writer meanwhile (11 entries); nothing published.`]);
   });
 
   it('treats an index deleted between its read and its If-Match write as a lost race, not a failure', async () => {

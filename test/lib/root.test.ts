@@ -33,9 +33,15 @@ describe('datastore configs', () => {
     ['a numeric prefix', { bucket: 'b', prefix: 5 }, /"prefix" must be a string/],
     ['forcePathStyle as a string', { bucket: 'b', forcePathStyle: 'true' }, /"forcePathStyle" must be true or false/],
     ['an endpoint without scheme', { bucket: 'b', endpoint: '127.0.0.1:9000' }, /"endpoint" must be an http\(s\) URL/],
+    ['a region with spaces', { bucket: 'b', region: 'eu west 1' }, /"region" must be a region name such as eu-west-1/],
+    ['a region in capitals', { bucket: 'b', region: 'EU-WEST-1' }, /"region" must be a region name/],
   ])('refuses %s, naming the problem', (_what, value, message) => {
     expect(() => parseDatastoreConfig(value)).toThrow(ConfigError);
     expect(() => parseDatastoreConfig(value)).toThrow(message);
+  });
+
+  it('accepts region names of S3 and of S3-compatible stores', () => {
+    for (const region of ['eu-west-1', 'us-gov-west-1', 'cn-north-1', 'auto']) expect(parseDatastoreConfig({ bucket: 'b', region }).region).toBe(region);
   });
 
   it('lets settings override the --config JSON, ignoring undefined ones', () => {
