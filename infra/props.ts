@@ -43,6 +43,13 @@ export interface DatastoreIndexerProps {
   readonly batchingWindow?: Duration;
 
   /**
+   * How many invocations the queue's event source mapping runs at once (2 to 1000). Concurrent runs
+   * are safe: each index write happens under the datastore lock with `If-Match`, then is re-checked.
+   * @default 2
+   */
+  readonly maxConcurrency?: number;
+
+  /**
    * Memory of the function, in MiB (128 to 10240).
    * @default 1024
    */
