@@ -16,6 +16,7 @@ import {
   observeKeys,
   repairResumable,
   scopeBase,
+  settleKeyReadings,
   topFolder,
 } from '../lib';
 import { type ContinueRepairRequest, MAX_RECHECK_ROUNDS, type RecheckRequest } from './messages';
@@ -121,7 +122,12 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
   for (const entry of await scopesOf(rt, work, progress)) {
     const { scope } = entry;
     const base = scopeBase(scope);
-    const changes = latestChanges(entry.events, (c) => c.key.slice(base.length));
+    // An EventBridge key with two readings: S3 says which object exists. The other reading must lie in
+    // this scope (same top folder, so the same namespace) and not be internal.
+    const sameScope = (other: string, asSent: string): boolean =>
+      other.startsWith(base) && !isInternalKey(other.slice(base.length)) && topFolder(other.slice(base.length)) === topFolder(asSent.slice(base.length));
+    const events = entry.events.some((c) => c.otherReading !== undefined) ? await settleKeyReadings(store, entry.events, sameScope) : entry.events;
+    const changes = latestChanges(events, (c) => c.key.slice(base.length));
     const eventKeys = [...changes.keys()];
     if (entry.recheckKeys.size) {
       // What S3 says now is later than any event in the batch.

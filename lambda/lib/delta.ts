@@ -114,3 +114,34 @@ export async function observeKeys(store: S3Store, scope: IndexScope, rels: Itera
   });
   return observed;
 }
+
+/**
+ * Settles changes whose key has two readings (`otherReading`: an EventBridge key taken as sent, and its
+ * URL-decoded reading). One HeadObject of the key as sent decides when that object exists; only when it
+ * does not is the other reading asked (if `accept` takes it). Each settled change says what S3 says now,
+ * so no entry is ever made for a key that does not exist. Changes with one reading pass through.
+ */
+export async function settleKeyReadings(
+  store: S3Store,
+  changes: readonly ObjectChange[],
+  accept: (otherReading: string, asSent: string) => boolean = () => true,
+  concurrency = 16,
+): Promise<ObjectChange[]> {
+  const observe = async (key: string): Promise<ObjectChange> => {
+    const info = await store.head(key);
+    return info
+      ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
+      : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() };
+  };
+  const settled: ObjectChange[] = changes.filter((c) => c.otherReading === undefined);
+  await mapLimit(
+    changes.filter((c) => c.otherReading !== undefined),
+    concurrency,
+    async (change) => {
+      const asSent = await observe(change.key);
+      settled.push(asSent);
+      if (asSent.kind === 'removed' && accept(change.otherReading!, change.key)) settled.push(await observe(change.otherReading!));
+    },
+  );
+  return settled;
+}
