@@ -226,8 +226,8 @@ export interface LambdaWorkers {
 
 /**
  * Starts `count` warm instances of the bundle in child processes with `env` (the function's
- * environment: DATASTORE_*, AWS_ENDPOINT_URL_*). Their stdout (Powertools logs) goes to `logTo`'s
- * callback when given, else nowhere; each invocation gets `timeoutMs` as its remaining time.
+ * environment: DATASTORE_*, AWS_ENDPOINT_URL_*). Their output (Powertools logs) goes to `onLog`
+ * when given, else nowhere; each invocation gets `timeoutMs` as its remaining time.
  */
 export function lambdaWorkers(
   env: Record<string, string | undefined>,
@@ -241,15 +241,22 @@ export function lambdaWorkers(
   for (let i = 0; i < count; i++) {
     const child = fork(join(__dirname, 'lambda-worker.js'), [], {
       env: { ...process.env, ...env, LAMBDA_BUNDLE, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-      stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       execArgv: [],
     });
+    // Powertools writes to both streams; the tail of stderr explains a worker that dies.
     let partial = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
+    let stderrTail = '';
+    const onData = (chunk: Buffer): void => {
       if (!options.onLog) return;
       const lines = (partial + chunk.toString()).split('\n');
       partial = lines.pop() ?? '';
       for (const line of lines) if (line.trim()) options.onLog(line);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderrTail = (stderrTail + chunk.toString()).slice(-2000);
+      onData(chunk);
     });
     child.on('message', (reply: { id: number; result?: SQSBatchResponse; error?: string }) => {
       const p = pending.get(reply.id);
@@ -261,7 +268,7 @@ export function lambdaWorkers(
     child.on('exit', (code) => {
       for (const [id, p] of pending) {
         pending.delete(id);
-        p.reject(new Error(`lambda worker exited (${code})`));
+        p.reject(new Error(`lambda worker exited (${code}): ${stderrTail.trim()}`));
       }
     });
     workers.push(child);
