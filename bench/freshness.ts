@@ -25,6 +25,9 @@ import { lambdaWorkers, startEventSource } from '../test/helpers/event-source';
 import { startMoto } from '../test/helpers/moto';
 import type { EventHostReply, EventHostRequest, KeyFreshness, WriteStats } from './event-host';
 
+/** The stack's default batching window (infra/private/validate.ts), in seconds. */
+export const DEFAULT_WINDOW_S = 2;
+
 /** What one freshness run measures. */
 export interface FreshnessOptions {
   readonly latencyMs: number;
@@ -307,7 +310,7 @@ async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const o: FreshnessOptions = {
     latencyMs: Number(values['latency-ms'] ?? 80),
-    windowS: Number(values['window-s'] ?? 2),
+    windowS: Number(values['window-s'] ?? DEFAULT_WINDOW_S),
     maxConcurrency: Number(values['max-concurrency'] ?? 2),
     entries: list(values.entries, '1000,100000'),
     bursts: list(values.bursts, '1,100,5000'),
@@ -324,4 +327,19 @@ if (require.main === module) {
     process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);
   });
+}
+
+/** The freshness rows of `npm run bench`: the table to print and the `--json` fields. */
+export async function freshnessBench(o: { latencyMs: number; quick: boolean; log: (line: string) => void }): Promise<{ table: string; json: Record<string, unknown> }> {
+  const options: FreshnessOptions = {
+    latencyMs: o.latencyMs,
+    windowS: DEFAULT_WINDOW_S,
+    maxConcurrency: 2,
+    entries: o.quick ? [1000] : [1000, 100_000],
+    bursts: o.quick ? [1, 100] : [1, 100, 5000],
+    layouts: ['monolith', 'shards'],
+    log: o.log,
+  };
+  const cells = await measureFreshness(options);
+  return { table: freshnessTable(cells, options), json: freshnessJson(cells) };
 }

@@ -37,8 +37,9 @@ export interface DatastoreIndexerProps {
   readonly schedule?: Schedule;
 
   /**
-   * How long the queue gathers events before invoking the function (1 s to 5 min).
-   * @default Duration.seconds(30)
+   * How long the queue gathers events before invoking the function (1 s to 5 min). Short, so a lone
+   * upload is indexed within seconds; under a burst batches grow anyway while `maxConcurrency` runs are busy.
+   * @default Duration.seconds(2)
    */
   readonly batchingWindow?: Duration;
 
