@@ -2,7 +2,8 @@
  * Freshness and cost of the event path, end to end:
  *
  *   uploads (PutObject to the S3 model, `aws s3 cp`'s 10 at a time)
- *     → the model sends S3 event notifications to a moto SQS queue (bench/event-host.ts)
+ *     → the model sends S3 event notifications to an SQS queue (bench/event-host.ts): the SQS model
+ *       (bench/sqs-model.ts) by default, moto with `--sqs moto`
  *     → the emulated event source (test/helpers/event-source.ts) feeds batches to the Lambda bundle
  *       running in child processes, one per concurrent slot
  *     → the bundle reads and writes the index on the model.
@@ -12,7 +13,7 @@
  * partition that holds it). Cost: the indexer's S3 requests (all requests minus the uploads) and the
  * bytes it wrote, per 1,000 uploads, re-checks included.
  *
- *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 2] [--max-concurrency 2]
+ *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 2] [--max-concurrency 2] [--sqs model|moto]
  *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shards] [--json]
  */
 import { fork } from 'node:child_process';
@@ -24,6 +25,7 @@ import { S3Store, SHARD_META_KEY, createS3Client, healRoot, mapLimit, parallelLi
 import { lambdaWorkers, startEventSource } from '../test/helpers/event-source';
 import { startMoto } from '../test/helpers/moto';
 import type { EventHostReply, EventHostRequest, KeyFreshness, WriteStats } from './event-host';
+import { startSqsModel } from './sqs-model';
 
 /** The stack's default batching window (infra/private/validate.ts), in seconds. */
 export const DEFAULT_WINDOW_S = 2;
@@ -42,6 +44,8 @@ export interface FreshnessOptions {
   readonly uploadConcurrency?: number;
   /** How many calm single uploads a burst of 1 stands for. @default 5 */
   readonly singles?: number;
+  /** The queue: the SQS model (bench/sqs-model.ts, 10 ms per request) or moto, whose SQS is CPU-bound. @default 'model' */
+  readonly sqs?: 'model' | 'moto';
   readonly log?: (line: string) => void;
 }
 
@@ -136,7 +140,7 @@ async function depth(sqs: SQSClient, queueUrl: string): Promise<number> {
 /** Runs every burst on every root; see the module comment. */
 export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCell[]> {
   const log = o.log ?? (() => undefined);
-  const moto = await startMoto();
+  const moto = o.sqs === 'moto' ? await startMoto() : await startSqsModel();
   const host = await startHost(o.latencyMs);
   const sqs = new SQSClient({ endpoint: moto.endpoint, region: process.env.AWS_REGION ?? 'us-east-1' });
   const client = createS3Client({ endpoint: host.endpoint, forcePathStyle: true }, { maxAttempts: 1 });
@@ -252,7 +256,7 @@ function describe(c: FreshnessCell): string {
 }
 
 /** The printed table of freshness and cost. */
-export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency'>): string {
+export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency' | 'sqs'>): string {
   const head = ['root', 'layout', 'burst', 'fresh p50 s', 'fresh p99 s', 'invocations', 'requests/1k', 'written/1k', 'failed', 'DLQ', 'upload s'];
   const rows = cells.map((c) => [
     String(c.entries),
@@ -270,7 +274,7 @@ export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<Freshnes
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (r: string[]): string => r.map((t, i) => (i < 2 ? t.padEnd(widths[i]) : t.padStart(widths[i]))).join('  ');
   return [
-    `event path: S3 model at ${o.latencyMs} ms per request, S3 notifications into moto SQS, emulated event source ` +
+    `event path: S3 model at ${o.latencyMs} ms per request, S3 notifications into ${o.sqs === 'moto' ? 'moto SQS' : 'the SQS model (10 ms)'}, emulated event source ` +
       `(batch 1000, window ${o.windowS} s, max concurrency ${o.maxConcurrency}), the Lambda bundle in child processes`,
     line(head),
     ...rows.map(line),
@@ -300,6 +304,7 @@ async function main(): Promise<void> {
       entries: { type: 'string' },
       bursts: { type: 'string' },
       layouts: { type: 'string' },
+      sqs: { type: 'string' },
       json: { type: 'boolean' },
     },
   });
@@ -315,6 +320,7 @@ async function main(): Promise<void> {
     entries: list(values.entries, '1000,100000'),
     bursts: list(values.bursts, '1,100,5000'),
     layouts: (values.layouts ?? 'monolith,shards').split(',') as Layout[],
+    sqs: values.sqs === 'moto' ? 'moto' : 'model',
     log: (line) => void process.stderr.write(`${line}\n`),
   };
   const cells = await measureFreshness(o);
