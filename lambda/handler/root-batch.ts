@@ -3,6 +3,7 @@
  * each scope's delta applied in one write, a full heal where there is no index, re-checks sent for later.
  */
 import {
+  type ChangesFor,
   type DatastoreRoot,
   type IndexScope,
   type ObjectChange,
@@ -40,6 +41,9 @@ export interface RootWork {
   readonly continuations: ContinueRepairRequest[];
 }
 
+/** HeadObject requests a re-check sends at once: S3 serves thousands a second per prefix. */
+const RECHECK_CONCURRENCY = 64;
+
 /** An empty work list for a root. */
 export function rootWork(root: DatastoreRoot): RootWork {
   return { root, changes: [], markers: [], rechecks: [], continuations: [] };
@@ -56,6 +60,8 @@ interface ScopeWork {
   readonly scope: IndexScope;
   readonly events: ObjectChange[];
   readonly recheckKeys: Set<string>;
+  /** What the re-checked delta left per key (size, or null for no entry); keys two deltas disagree on are left out. */
+  readonly recheckExpected: Map<string, number | null>;
   recheckRound: number;
 }
 
@@ -74,7 +80,7 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
   const scopeFor = (namespace: string | undefined): ScopeWork => {
     const id = namespace ?? '';
     let entry = scopes.get(id);
-    if (!entry) scopes.set(id, (entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 }));
+    if (!entry) scopes.set(id, (entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckExpected: new Map(), recheckRound: 0 }));
     return entry;
   };
   for (const { change, rel } of work.changes) {
@@ -87,7 +93,14 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
   }
   for (const recheck of work.rechecks) {
     const entry = scopeFor(recheck.namespace);
-    for (const key of recheck.keys) if (!isInternalKey(key)) entry.recheckKeys.add(key);
+    for (const key of recheck.keys) {
+      if (isInternalKey(key)) continue;
+      const expected = recheck.expected?.[key];
+      const seen = entry.recheckKeys.has(key);
+      entry.recheckKeys.add(key);
+      if (expected === undefined || (seen && entry.recheckExpected.get(key) !== expected)) entry.recheckExpected.delete(key);
+      else if (!seen) entry.recheckExpected.set(key, expected);
+    }
     entry.recheckRound = Math.max(entry.recheckRound, recheck.round);
   }
   // The root's own index first, then namespaces by name.
@@ -129,12 +142,22 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     const events = entry.events.some((c) => c.otherReading !== undefined) ? await settleKeyReadings(store, entry.events, sameScope) : entry.events;
     const changes = latestChanges(events, (c) => c.key.slice(base.length));
     const eventKeys = [...changes.keys()];
-    if (entry.recheckKeys.size) {
-      // What S3 says now is later than any event in the batch.
-      for (const [key, observed] of await observeKeys(store, scope, entry.recheckKeys)) changes.set(key, observed);
-    }
-    if (changes.size === 0) continue;
-    const report = await applyDelta(store, scope, changes, {
+    if (changes.size === 0 && entry.recheckKeys.size === 0) continue;
+    // A re-check asks S3 only about keys whose entry no longer says what the delta wrote (a push erased
+    // or changed it); what S3 says now is later than any event in the batch.
+    const delta: ReadonlyMap<string, ObjectChange> | ChangesFor = entry.recheckKeys.size
+      ? async (index) => {
+          const doubtful = [...entry.recheckKeys].filter((key) => {
+            const expected = entry.recheckExpected.get(key);
+            const now = index.entries.get(key);
+            return expected === undefined || (expected === null ? now !== undefined : now?.size !== expected);
+          });
+          const out = new Map(changes);
+          for (const [key, observed] of await observeKeys(store, scope, doubtful, RECHECK_CONCURRENCY)) out.set(key, observed);
+          return out;
+        }
+      : changes;
+    const report = await applyDelta(store, scope, delta, {
       lock: lockOptions(config.lockWaitMs),
       // With re-checks on, the delayed re-check is what converges; without them, re-read right after the write.
       convergeRounds: queue ? 0 : 2,
@@ -151,7 +174,10 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     if (!queue) continue;
     let sent = 0;
     try {
-      if (eventKeys.length) sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds);
+      if (eventKeys.length) {
+        const expected = new Map(eventKeys.map((key) => [key, changes.get(key)!.kind === 'created' ? (changes.get(key)!.size ?? 0) : null]));
+        sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds, expected);
+      }
       if (entry.recheckKeys.size && report.published && entry.recheckRound < MAX_RECHECK_ROUNDS) {
         sent += await queue.sendRecheck(scope, [...entry.recheckKeys], entry.recheckRound + 1, config.recheckDelaySeconds);
       }

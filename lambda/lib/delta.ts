@@ -1,11 +1,15 @@
 /** Applying a delta of object changes to one index: read, then one conditional write under the datastore lock. */
 import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
+import type { DatastoreIndex } from './index-file';
 import { partitionOf } from './keys';
 import type { Layout, LiveIndex } from './live-index';
 import { type PublishOptions, publishIndex } from './publish';
 import { type IndexScope, describeScope, scopeBase } from './root';
 import type { S3Store } from './s3';
+
+/** Changes decided against the index as read (e.g. only the keys a re-check doubts); called once per read. */
+export type ChangesFor = (index: DatastoreIndex) => Promise<ReadonlyMap<string, ObjectChange>>;
 
 /** What applying a delta did to one index. */
 export interface DeltaReport {
@@ -47,7 +51,7 @@ export interface DeltaReport {
 export async function applyDelta(
   store: S3Store,
   scope: IndexScope,
-  changes: ReadonlyMap<string, ObjectChange>,
+  changes: ReadonlyMap<string, ObjectChange> | ChangesFor,
   options: PublishOptions = {},
 ): Promise<DeltaReport> {
   const started = Date.now();
@@ -56,13 +60,15 @@ export async function applyDelta(
   let latest: ApplyResult | undefined;
   const planned: ApplyResult[] = [];
 
+  let offered = typeof changes === 'function' ? 0 : changes.size;
   const plan = async (live: LiveIndex) => {
     missingIndex = live.state !== 'valid';
     if (live.state !== 'valid') return undefined;
-    let effective = changes;
+    let effective = typeof changes === 'function' ? await changes(live.index) : changes;
+    offered = effective.size;
     if (live.layout === 'shards') {
-      effective = new Map([...changes].filter(([rel]) => partitionOf(rel) !== undefined));
-      unshardable = changes.size - effective.size;
+      effective = new Map([...effective].filter(([rel]) => partitionOf(rel) !== undefined));
+      unshardable = offered - effective.size;
     }
     latest = applyChanges(live.index, effective);
     if (latest.index === live.index) return undefined;
@@ -79,7 +85,7 @@ export async function applyDelta(
     status: missingIndex && !outcome.published ? 'no-index' : 'applied',
     layout: outcome.before.layout,
     indexState: outcome.before.state,
-    changes: changes.size,
+    changes: offered,
     added: outcome.published ? (counts?.added ?? 0) : 0,
     removed: outcome.published ? (counts?.removed ?? 0) : 0,
     resized: outcome.published ? (counts?.resized ?? 0) : 0,

@@ -33,6 +33,9 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 /** The artifact the CDK stack deploys. */
 export const LAMBDA_BUNDLE = join(__dirname, '..', '..', 'dist', 'lambda', 'index.js');
 
+/** Receives in flight at once while a batch fills. */
+const POLLERS = 5;
+
 /** Lambda's cap on the payload of one SQS batch. */
 const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
@@ -104,7 +107,16 @@ export function startEventSource(options: EventSourceOptions): EventSource {
   let stopping = false;
   let running = 0;
 
-  /** Gathers one batch: waits for a first message, then keeps receiving until the window closes or the batch is full. */
+  const receive = async (max: number, wait: number): Promise<Message[]> => {
+    const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: wait, AttributeNames: ['All'] }));
+    return out.Messages ?? [];
+  };
+
+  /**
+   * Gathers one batch: waits for a first message, then keeps receiving until the window closes or the
+   * batch is full. Once a batch has begun, up to `POLLERS` receives run at once, as Lambda's several
+   * pollers do, so a deep queue fills a batch in a few round trips.
+   */
   const gather = async (): Promise<Message[]> => {
     const batch: Message[] = [];
     let bytes = 0;
@@ -112,32 +124,35 @@ export function startEventSource(options: EventSourceOptions): EventSource {
     while (!stopping && batch.length < batchSize && bytes < MAX_PAYLOAD_BYTES) {
       const remaining = closesAt - Date.now();
       if (remaining <= 0) break;
-      // Long polling in whole seconds, as SQS takes it; 0 near the end of the window.
-      const wait = batch.length === 0 ? 1 : Math.min(20, Math.floor(remaining / 1000));
-      const out = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: queueUrl,
-          MaxNumberOfMessages: Math.min(10, batchSize - batch.length),
-          WaitTimeSeconds: wait,
-          AttributeNames: ['All'],
-        }),
-      );
-      const got = out.Messages ?? [];
-      if (got.length && batch.length === 0) closesAt = Date.now() + options.batchingWindowMs;
+      let got: Message[];
+      if (batch.length === 0) {
+        got = await receive(Math.min(10, batchSize), 1);
+        if (got.length) closesAt = Date.now() + options.batchingWindowMs;
+      } else {
+        // Short polls near the end of the window; long polling is in whole seconds.
+        const wait = Math.min(20, Math.floor(remaining / 1000));
+        const room = batchSize - batch.length;
+        const calls = Math.min(POLLERS, Math.ceil(room / 10));
+        got = (await Promise.all(Array.from({ length: calls }, (_, i) => receive(Math.min(10, room - i * 10), wait)))).flat();
+        if (!got.length && wait === 0) await sleep(Math.min(50, Math.max(0, closesAt - Date.now())));
+      }
       for (const m of got) {
         batch.push(m);
         bytes += Buffer.byteLength(m.Body ?? '');
       }
-      if (!got.length && batch.length && wait === 0) await sleep(Math.min(50, Math.max(0, closesAt - Date.now())));
     }
     return batch;
   };
 
   const settle = async (batch: Message[], failedIds: ReadonlySet<string>): Promise<void> => {
     const done = batch.filter((m) => !failedIds.has(m.MessageId ?? ''));
-    for (let i = 0; i < done.length; i += 10) {
-      const chunk = done.slice(i, i + 10);
-      await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })) }));
+    const chunks = Array.from({ length: Math.ceil(done.length / 10) }, (_, i) => done.slice(i * 10, i * 10 + 10));
+    for (let i = 0; i < chunks.length; i += POLLERS) {
+      await Promise.all(
+        chunks
+          .slice(i, i + POLLERS)
+          .map((chunk) => sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })) }))),
+      );
     }
   };
 

@@ -337,6 +337,32 @@ describe('convergence with a client push racing the delta', () => {
     expect(proxy.putsOf(store.bucket, `r/${INDEX_KEY}`)).toBe(0);
   });
 
+  test('a re-check asks S3 only about keys whose entry no longer says what the delta wrote', async () => {
+    const fx = await notifiedBucket('recheck-cheap');
+    const { store } = fx;
+    const root = { bucket: store.bucket, prefix: 'c' };
+    await indexedRoot(store, 'c', 3);
+    await fx.receive();
+    await putObject(store, 'c/files/kept.txt', 'kept');
+    await putObject(store, 'c/files/erased.txt', 'erased');
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
+    expect(delta.result.batchItemFailures).toEqual([]);
+    const later = await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')));
+    const recheck = later.filter((m) => m.Body?.includes('"recheck"'));
+    expect(JSON.parse(recheck[0].Body!).recheck.expected).toEqual({ 'files/erased.txt': 6, 'files/kept.txt': 4 });
+    // A push erases one of the two entries.
+    const index = JSON.parse((await readObject(store, `c/${INDEX_KEY}`))!.toString('utf8')) as { entries: Record<string, unknown> };
+    delete index.entries['files/erased.txt'];
+    await putObject(store, `c/${INDEX_KEY}`, JSON.stringify(index));
+
+    proxy.reset();
+    const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
+    expect(run.result.batchItemFailures).toEqual([]);
+    expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path)).toEqual([`/${store.bucket}/c/files/erased.txt`]);
+    expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
+  });
+
   test('without DATASTORE_QUEUE_URL the handler works and says once, at cold start, that re-checks are off', async () => {
     const fx = await notifiedBucket('noqueue');
     const root = { bucket: fx.store.bucket, prefix: 'n' };
