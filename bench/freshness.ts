@@ -66,6 +66,9 @@ export interface FreshnessCell {
   readonly requestsPer1kUploads: number;
   readonly bytesWrittenPer1kUploads: number;
   readonly invocations: number;
+  /** Median time of one invocation and median records in its batch, from the handler's "batch done" lines. */
+  readonly invocationP50Ms: number;
+  readonly batchP50: number;
   readonly failedItems: number;
   readonly deadLetters: number;
   /** Upload time of the burst (first PUT to last), ms. */
@@ -162,6 +165,12 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
           }),
         );
         await host.ask({ op: 'notify', bucket, prefix: 'root', queueUrl: QueueUrl!, sqsEndpoint: moto.endpoint });
+        const batches: { ms: number; records: number }[] = [];
+        const onLog = (line: string): void => {
+          if (!line.includes('"batch done"')) return;
+          const entry = JSON.parse(line) as { ms: number; records: number };
+          batches.push({ ms: entry.ms, records: entry.records });
+        };
         const workers = lambdaWorkers(
           {
             DATASTORE_BUCKET: bucket,
@@ -173,10 +182,11 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
             AWS_ENDPOINT_URL_S3: host.endpoint,
             AWS_ENDPOINT_URL_SQS: moto.endpoint,
             AWS_EC2_METADATA_DISABLED: 'true',
-            POWERTOOLS_LOG_LEVEL: 'ERROR',
+            POWERTOOLS_LOG_LEVEL: 'INFO',
             POWERTOOLS_METRICS_DISABLED: 'true',
           },
           o.maxConcurrency,
+          { onLog },
         );
         const source = startEventSource({ sqs, queueUrl: QueueUrl!, batchingWindowMs: o.windowS * 1000, maxConcurrency: o.maxConcurrency, invoke: workers.invoke });
         try {
@@ -188,6 +198,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
             let bytes = 0;
             let uploadMs = 0;
             const before = source.invocations.length;
+            batches.length = 0;
             for (let r = 0; r < rounds; r++) {
               await source.drained({ quietMs: 1000 });
               const tag = `files/burst-${burst}-${r}/`;
@@ -222,6 +233,8 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
               requestsPer1kUploads: (requests / uploads) * 1000,
               bytesWrittenPer1kUploads: (bytes / uploads) * 1000,
               invocations: runs.length,
+              invocationP50Ms: quantile(batches.map((b) => b.ms), 0.5),
+              batchP50: quantile(batches.map((b) => b.records), 0.5),
               failedItems: runs.reduce((a, r) => a + r.failed, 0),
               deadLetters: await depth(sqs, dlq.QueueUrl!),
               uploadMs,
@@ -250,6 +263,7 @@ function describe(c: FreshnessCell): string {
   return (
     `${c.entries} entries ${c.layout}, burst ${c.burst}${c.burst === 1 ? ` x${c.uploads}` : ''}: ` +
     `p50 ${(c.p50Ms / 1000).toFixed(2)} s, p99 ${(c.p99Ms / 1000).toFixed(2)} s, ${c.invocations} invocations, ` +
+    `median invocation ${(c.invocationP50Ms / 1000).toFixed(2)} s for ${c.batchP50} records, ` +
     `${Math.round(c.requestsPer1kUploads)} requests and ${mib(c.bytesWrittenPer1kUploads)} written per 1k uploads, ` +
     `${c.failedItems} failed items, ${c.deadLetters} dead letters, ${c.missing} missing`
   );
@@ -257,7 +271,7 @@ function describe(c: FreshnessCell): string {
 
 /** The printed table of freshness and cost. */
 export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency' | 'sqs'>): string {
-  const head = ['root', 'layout', 'burst', 'fresh p50 s', 'fresh p99 s', 'invocations', 'requests/1k', 'written/1k', 'failed', 'DLQ', 'upload s'];
+  const head = ['root', 'layout', 'burst', 'fresh p50 s', 'fresh p99 s', 'invocations', 'inv p50 s', 'batch p50', 'requests/1k', 'written/1k', 'failed', 'DLQ', 'upload s'];
   const rows = cells.map((c) => [
     String(c.entries),
     c.layout,
@@ -265,6 +279,8 @@ export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<Freshnes
     (c.p50Ms / 1000).toFixed(2),
     (c.p99Ms / 1000).toFixed(2),
     String(c.invocations),
+    (c.invocationP50Ms / 1000).toFixed(2),
+    String(c.batchP50),
     String(Math.round(c.requestsPer1kUploads)),
     mib(c.bytesWrittenPer1kUploads),
     String(c.failedItems),
