@@ -64,6 +64,8 @@ export interface FreshnessCell {
   /** Uploads never seen in an index: must be 0. */
   readonly missing: number;
   readonly requestsPer1kUploads: number;
+  /** The indexer's requests by S3 operation, over the whole burst (uploads taken out). */
+  readonly requestsByOperation: Record<string, number>;
   readonly bytesWrittenPer1kUploads: number;
   readonly invocations: number;
   /** Median time of one invocation and median records in its batch, from the handler's "batch done" lines. */
@@ -195,6 +197,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
             const samples: number[] = [];
             let missing = 0;
             let requests = 0;
+            const byOperation: Record<string, number> = {};
             let bytes = 0;
             let uploadMs = 0;
             const before = source.invocations.length;
@@ -217,6 +220,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
               }
               const stats = await host.ask<WriteStats>({ op: 'counts' });
               requests += Object.values(stats.requests).reduce((a, b) => a + b, 0) - burst;
+              for (const [op, n] of Object.entries(stats.requests)) byOperation[op] = (byOperation[op] ?? 0) + n - (op === 'PutObject' ? burst : 0);
               bytes += stats.internalBytesWritten;
             }
             const runs = source.invocations.slice(before);
@@ -231,6 +235,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
               maxMs: quantile(samples, 1),
               missing,
               requestsPer1kUploads: (requests / uploads) * 1000,
+              requestsByOperation: Object.fromEntries(Object.entries(byOperation).filter(([, n]) => n > 0)),
               bytesWrittenPer1kUploads: (bytes / uploads) * 1000,
               invocations: runs.length,
               invocationP50Ms: quantile(batches.map((b) => b.ms), 0.5),
@@ -265,7 +270,7 @@ function describe(c: FreshnessCell): string {
     `p50 ${(c.p50Ms / 1000).toFixed(2)} s, p99 ${(c.p99Ms / 1000).toFixed(2)} s, ${c.invocations} invocations, ` +
     `median invocation ${(c.invocationP50Ms / 1000).toFixed(2)} s for ${c.batchP50} records, ` +
     `${Math.round(c.requestsPer1kUploads)} requests and ${mib(c.bytesWrittenPer1kUploads)} written per 1k uploads, ` +
-    `${c.failedItems} failed items, ${c.deadLetters} dead letters, ${c.missing} missing`
+    `${c.failedItems} failed items, ${c.deadLetters} dead letters, ${c.missing} missing; requests ${JSON.stringify(c.requestsByOperation)}`
   );
 }
 
