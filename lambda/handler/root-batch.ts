@@ -145,6 +145,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     if (changes.size === 0 && entry.recheckKeys.size === 0) continue;
     // A re-check asks S3 only about keys whose entry no longer says what the delta wrote (a push erased
     // or changed it); what S3 says now is later than any event in the batch.
+    let observed = new Map<string, ObjectChange>();
     const delta: ReadonlyMap<string, ObjectChange> | ChangesFor = entry.recheckKeys.size
       ? async (index) => {
           const doubtful = [...entry.recheckKeys].filter((key) => {
@@ -152,9 +153,8 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
             const now = index.entries.get(key);
             return expected === undefined || (expected === null ? now !== undefined : now?.size !== expected);
           });
-          const out = new Map(changes);
-          for (const [key, observed] of await observeKeys(store, scope, doubtful, RECHECK_CONCURRENCY)) out.set(key, observed);
-          return out;
+          observed = await observeKeys(store, scope, doubtful, RECHECK_CONCURRENCY);
+          return new Map([...changes, ...observed]);
         }
       : changes;
     const report = await applyDelta(store, scope, delta, {
@@ -167,7 +167,9 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       await healFromListing(rt, scope, remainingMs, progress);
       continue;
     }
-    if (entry.recheckKeys.size && report.published && eventKeys.length === 0) {
+    // Only a re-check that found doubtful keys and wrote can have restored something a push erased.
+    const restored = observed.size > 0 && report.published;
+    if (restored && eventKeys.length === 0) {
       count(Metric.RecheckRestored, report.added + report.removed + report.resized);
       logger.info('re-check restored what a push erased', { scope: report.scope, round: entry.recheckRound, added: report.added, removed: report.removed, resized: report.resized });
     }
@@ -178,8 +180,10 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
         const expected = new Map(eventKeys.map((key) => [key, changes.get(key)!.kind === 'created' ? (changes.get(key)!.size ?? 0) : null]));
         sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds, expected);
       }
-      if (entry.recheckKeys.size && report.published && entry.recheckRound < MAX_RECHECK_ROUNDS) {
-        sent += await queue.sendRecheck(scope, [...entry.recheckKeys], entry.recheckRound + 1, config.recheckDelaySeconds);
+      if (restored && entry.recheckRound < MAX_RECHECK_ROUNDS) {
+        // The next round checks the keys it restored, expecting what S3 said.
+        const expected = new Map([...observed].map(([key, o]) => [key, o.kind === 'created' ? (o.size ?? 0) : null]));
+        sent += await queue.sendRecheck(scope, [...observed.keys()], entry.recheckRound + 1, config.recheckDelaySeconds, expected);
       }
     } catch (err) {
       // The delta stands; only its convergence check is lost, and the schedule still repairs.
