@@ -14,6 +14,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister, sequentialLister } from '../lambda/lib';
+import { freshnessBench } from './freshness';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
 import { type Row, median, table } from './report';
@@ -162,6 +163,9 @@ async function main(): Promise<void> {
     await model.stop();
   }
 
+  log(`event path: freshness and cost of upload bursts (${o.latencyMs} ms per request)`);
+  const fresh = await freshnessBench({ latencyMs: o.latencyMs, quick: o.quick, log });
+
   let moto: Record<string, Timing[]> | undefined;
   if (o.motoObjects > 0) {
     log(`moto: seeding ${o.motoObjects} objects`);
@@ -234,6 +238,7 @@ async function main(): Promise<void> {
         `peak RSS ${fullHeal.peakRssMb.toFixed(0)} MiB (${fullHeal.baselineRssMb.toFixed(0)} MiB before), ${fullHeal.requests} requests`,
     );
   }
+  out.push('', fresh.table);
   process.stdout.write(`${out.join('\n')}\n`);
   if (o.json) {
     const result = {
@@ -260,6 +265,7 @@ async function main(): Promise<void> {
       moto: moto
         ? { objects: o.motoObjects, rawSequentialS: med(moto.raw), healSequentialS: med(moto.healSequential), healParallelS: med(moto.healParallel) }
         : null,
+      ...fresh.json,
       cpus: cpus().length,
       loadAverage: [loadBefore, loadavg()[0]],
     };

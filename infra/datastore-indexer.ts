@@ -29,8 +29,13 @@ export const SERVICE_NAME = 'datastore-indexer';
 /** CloudWatch namespace of the Lambda's Powertools metrics. */
 export const METRICS_NAMESPACE = 'DatastoreIndexer';
 
-/** Messages a failing event gets before it goes to the dead-letter queue (Lambda's advice for SQS: at least 5). */
-const MAX_RECEIVE_COUNT = 5;
+/**
+ * Receives a failing event gets before it goes to the dead-letter queue (Lambda's advice for SQS: at
+ * least 5). Each failed receive hides the event for a whole visibility timeout, so 10 receives span
+ * 10 x (6 x timeout + window): about 5 h at the defaults, far longer than a client holds the lock or a
+ * throttle lasts (see the README, "Concurrency").
+ */
+export const MAX_RECEIVE_COUNT = 10;
 
 /** Events per invocation: the most SQS allows with a batching window is 10 000; 1 000 keeps a batch well under 6 MB. */
 const BATCH_SIZE = 1000;
@@ -39,8 +44,8 @@ const BATCH_SIZE = 1000;
  * Keeps the index of every swamp datastore in one shared bucket true.
  *
  * Object events reach an encrypted queue (through S3 notifications or EventBridge), a single
- * function folds them into the indexes, and a schedule runs a full drift repair. The function holds
- * one reserved slot so two runs never race on the same index.
+ * function folds them into the indexes, and a schedule runs a full drift repair. The queue feeds at most
+ * `maxConcurrency` runs at once (2 by default); runs on the same index serialise on the datastore lock.
  *
  * @example
  * new DatastoreIndexer(this, 'Indexer', {
@@ -57,7 +62,7 @@ export class DatastoreIndexer extends Construct {
   readonly logGroup: LogGroup;
   /** The queue of object events (and of the function's own delayed re-checks). */
   readonly queue: Queue;
-  /** Where an event goes after 5 failed receives. */
+  /** Where an event goes after `MAX_RECEIVE_COUNT` failed receives. */
   readonly deadLetterQueue: Queue;
   /** The rule that runs the drift repair. */
   readonly scheduleRule: Rule;
@@ -108,8 +113,9 @@ export class DatastoreIndexer extends Construct {
       ...overrides,
       memorySize: config.memorySize,
       timeout: config.timeout,
-      // One writer per bucket: concurrent runs would race each other on the same index.
-      reservedConcurrentExecutions: 1,
+      // No reserved concurrency: the event source mapping's maxConcurrency bounds the queue's runs
+      // without throttling them (a throttled batch would use up a receive), and concurrent runs on
+      // one index are safe (datastore lock, If-Match, re-check).
       role,
       logGroup,
       environment: {
@@ -140,8 +146,8 @@ export class DatastoreIndexer extends Construct {
         batchSize: BATCH_SIZE,
         maxBatchingWindow: config.batchingWindow,
         reportBatchItemFailures: true,
-        // The lowest Lambda allows; with one reserved slot, more pollers would only be throttled.
-        maxConcurrency: 2,
+        // Lambda stops polling at this many runs instead of invoking and being throttled.
+        maxConcurrency: config.maxConcurrency,
       }),
     );
     // The function re-queues delayed re-checks of keys it could not settle yet.

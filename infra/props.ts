@@ -52,10 +52,18 @@ export interface DatastoreIndexerProps {
   readonly schedule?: Schedule;
 
   /**
-   * How long the queue gathers events before invoking the function (1 s to 5 min).
-   * @default Duration.seconds(30)
+   * How long the queue gathers events before invoking the function (1 s to 5 min). Short, so a lone
+   * upload is indexed within seconds; under a burst batches grow anyway while `maxConcurrency` runs are busy.
+   * @default Duration.seconds(2)
    */
   readonly batchingWindow?: Duration;
+
+  /**
+   * How many invocations the queue's event source mapping runs at once (2 to 1000). Concurrent runs
+   * are safe: each index write happens under the datastore lock with `If-Match`, then is re-checked.
+   * @default 2
+   */
+  readonly maxConcurrency?: number;
 
   /**
    * Memory of the function, in MiB (128 to 10240).

@@ -31,6 +31,12 @@ export interface DatastoreIndexerStackProps extends StackProps {
   readonly eventDelivery?: EventDelivery;
 
   /**
+   * How many invocations the queue runs at once.
+   * @default 2
+   */
+  readonly maxConcurrency?: number;
+
+  /**
    * ARN of an existing SNS topic for the alarms.
    * @default - alarms without actions
    */
@@ -65,6 +71,7 @@ export class DatastoreIndexerStack extends Stack {
       prefixes: props.prefixes,
       schedule: props.schedule,
       eventDelivery: props.eventDelivery,
+      maxConcurrency: props.maxConcurrency,
       alarmTopic: props.alarmTopicArn ? Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined,
       encryptionKey: props.kmsKeyArn ? Key.fromKeyArn(this, 'BucketKey', props.kmsKeyArn) : undefined,
       entry: props.entry,

@@ -11,7 +11,7 @@ import { S3Error } from './errors';
 import { Handlers, type Answer } from './handlers';
 import { S3_OPERATIONS, operationOf, parseTarget, type RequestCounts } from './routing';
 import { seedBucket, type SeedOptions, type SeedResult } from './seed';
-import { Store } from './store';
+import { Store, type StoredObject } from './store';
 import { errorXml } from './xml';
 
 export { S3_OPERATIONS, type RequestCounts, type S3Operation } from './routing';
@@ -22,6 +22,19 @@ export interface S3ModelOptions {
   readonly port?: number;
   /** Delay before every answer, in ms; default 30, about a same-region S3 round trip. */
   readonly latencyMs?: number;
+  /** Called after every PutObject and DeleteObject that succeeded, as S3 would then send an event. */
+  readonly onWrite?: (write: ObjectWrite) => void;
+}
+
+/** A write the model applied: what an S3 event notification describes. */
+export interface ObjectWrite {
+  readonly op: 'PutObject' | 'DeleteObject';
+  readonly bucket: string;
+  readonly key: string;
+  /** When it was applied (ms since the epoch). */
+  readonly timeMs: number;
+  /** The stored object (a PutObject's), body included. */
+  readonly object?: StoredObject;
 }
 
 export interface S3Model {
@@ -80,6 +93,9 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       // a timer, never a queue, so N parallel requests take one latency, not N.
       if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
       answer = handlers.handle(op, { method, bucket, key, query, headers: req.headers, body });
+      if (options.onWrite && key !== null && answer.status < 300 && (op === 'PutObject' || op === 'DeleteObject')) {
+        options.onWrite({ op, bucket, key, timeMs: Date.now(), object: op === 'PutObject' ? store.bucket(bucket)?.get(key) : undefined });
+      }
     } catch (error) {
       const e = error instanceof S3Error ? error : new S3Error(500, 'InternalError', String(error));
       answer = {

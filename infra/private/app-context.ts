@@ -11,12 +11,13 @@ export interface IndexerStackConfig {
   readonly prefixes: readonly string[];
   readonly schedule?: Schedule;
   readonly eventDelivery?: EventDelivery;
+  readonly maxConcurrency?: number;
   readonly alarmTopicArn?: string;
   readonly kmsKeyArn?: string;
 }
 
 /** Context keys of one bucket, the same in `-c key=value` and in a `buckets` entry. */
-const KEYS = ['bucketName', 'prefixes', 'schedule', 'eventDelivery', 'alarmTopicArn', 'kmsKeyArn'] as const;
+const KEYS = ['bucketName', 'prefixes', 'schedule', 'eventDelivery', 'maxConcurrency', 'alarmTopicArn', 'kmsKeyArn'] as const;
 
 const USAGE =
   'Deploy with: npx cdk deploy -c bucketName=<shared-bucket> [-c prefixes=a,b] [-c schedule="rate(1 hour)"], ' +
@@ -62,6 +63,14 @@ function parseEventDelivery(value: unknown, prop: string): EventDelivery | undef
   return v as EventDelivery;
 }
 
+/** A whole number from `-c key=3` (a string) or from cdk.json (a number); the construct checks its range. */
+function optionalInteger(value: unknown, prop: string): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const n = typeof value === 'string' ? Number(value.trim()) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n)) throw new DatastoreIndexerPropError(prop, `must be a whole number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
 function parseBucket(entry: Record<string, unknown>, where: string): IndexerStackConfig {
   const at = (key: string): string => (where ? `${where}.${key}` : key);
   for (const key of Object.keys(entry)) {
@@ -80,6 +89,7 @@ function parseBucket(entry: Record<string, unknown>, where: string): IndexerStac
     prefixes: parsePrefixes(entry.prefixes, at('prefixes')),
     schedule: parseSchedule(entry.schedule, at('schedule')),
     eventDelivery: parseEventDelivery(entry.eventDelivery, at('eventDelivery')),
+    maxConcurrency: optionalInteger(entry.maxConcurrency, at('maxConcurrency')),
     alarmTopicArn: optionalString(entry.alarmTopicArn, at('alarmTopicArn')),
     kmsKeyArn: optionalString(entry.kmsKeyArn, at('kmsKeyArn')),
   };

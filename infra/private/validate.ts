@@ -9,6 +9,7 @@ export interface ResolvedIndexerProps {
   readonly prefixes: readonly string[];
   readonly schedule: Schedule;
   readonly batchingWindow: Duration;
+  readonly maxConcurrency: number;
   readonly memorySize: number;
   readonly timeout: Duration;
   readonly logRetention: RetentionDays;
@@ -64,11 +65,17 @@ function seconds(d: Duration, prop: string): number {
 export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps {
   const prefixes = validatePrefixes(props.prefixes ?? []);
 
-  const batchingWindow = props.batchingWindow ?? Duration.seconds(30);
+  const batchingWindow = props.batchingWindow ?? Duration.seconds(2);
   const window = seconds(batchingWindow, 'batchingWindow');
   // A batch larger than 10 needs a window of at least 1 s; Lambda caps the window at 300 s.
   if (!Number.isInteger(window) || window < 1 || window > 300) {
     throw new DatastoreIndexerPropError('batchingWindow', `must be a whole number of seconds from 1 to 300, got ${window}`);
+  }
+
+  const maxConcurrency = props.maxConcurrency ?? 2;
+  // Lambda's bounds for an SQS event source mapping's maximum concurrency.
+  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 2 || maxConcurrency > 1000) {
+    throw new DatastoreIndexerPropError('maxConcurrency', `must be a whole number from 2 to 1000, got ${maxConcurrency}`);
   }
 
   const timeout = props.timeout ?? Duration.minutes(5);
@@ -91,6 +98,7 @@ export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps
     prefixes,
     schedule: props.schedule ?? Schedule.rate(Duration.hours(1)),
     batchingWindow,
+    maxConcurrency,
     memorySize,
     timeout,
     logRetention: props.logRetention ?? RetentionDays.ONE_MONTH,

@@ -10,6 +10,11 @@ export interface RecheckRequest {
   readonly keys: string[];
   /** 1 for the first re-check of a delta; a re-check that had to restore something sends the next round. */
   readonly round: number;
+  /**
+   * What the delta left in the index per key: the entry's size, or null for no entry. A key whose entry
+   * still says so was not erased and needs no HeadObject; keys without one are all asked of S3.
+   */
+  readonly expected?: Readonly<Record<string, number | null>>;
 }
 
 /** Continue the saved full repair of a root (or of one namespace); with `start`, begin one if none is saved. */
@@ -44,7 +49,14 @@ export function ownMessageOf(json: unknown): OwnMessage | undefined {
   if (isRecord(recheck) && typeof recheck.prefix === 'string' && Array.isArray(recheck.keys)) {
     const keys = recheck.keys.filter((k): k is string => typeof k === 'string' && k !== '');
     const round = typeof recheck.round === 'number' && Number.isInteger(recheck.round) && recheck.round > 0 ? recheck.round : 1;
-    return { kind: 'recheck', request: { prefix: recheck.prefix, namespace: optionalName(recheck.namespace), keys, round } };
+    let expected: Record<string, number | null> | undefined;
+    if (isRecord(recheck.expected)) {
+      expected = {};
+      for (const [key, size] of Object.entries(recheck.expected)) {
+        if (size === null || (typeof size === 'number' && Number.isInteger(size) && size >= 0)) expected[key] = size;
+      }
+    }
+    return { kind: 'recheck', request: { prefix: recheck.prefix, namespace: optionalName(recheck.namespace), keys, round, ...(expected ? { expected } : {}) } };
   }
   const cont = json.continueRepair;
   if (isRecord(cont) && typeof cont.prefix === 'string') {
@@ -53,20 +65,27 @@ export function ownMessageOf(json: unknown): OwnMessage | undefined {
   return undefined;
 }
 
-/** Splits keys into re-check messages that each fit in one SQS body. */
-export function recheckBodies(scope: IndexScope, keys: readonly string[], round: number): string[] {
+/** Splits keys into re-check messages that each fit in one SQS body; `expected` rides along per key. */
+export function recheckBodies(scope: IndexScope, keys: readonly string[], round: number, expected?: ReadonlyMap<string, number | null>): string[] {
   const bodies: string[] = [];
   let chunk: string[] = [];
   let chars = 0;
   const flush = (): void => {
     if (!chunk.length) return;
-    const request: RecheckRequest = { prefix: scope.root.prefix, namespace: scope.namespace, keys: chunk, round };
+    const request: RecheckRequest = {
+      prefix: scope.root.prefix,
+      namespace: scope.namespace,
+      keys: chunk,
+      round,
+      ...(expected ? { expected: Object.fromEntries(chunk.filter((k) => expected.has(k)).map((k) => [k, expected.get(k)!])) } : {}),
+    };
     bodies.push(JSON.stringify({ recheck: request }));
     chunk = [];
     chars = 0;
   };
   for (const key of [...keys].sort()) {
-    const size = JSON.stringify(key).length + 1;
+    // The key twice (list and map) plus a size.
+    const size = (expected ? 2 : 1) * (JSON.stringify(key).length + 1) + (expected ? 16 : 0);
     if (chars + size > MAX_BODY_CHARS) flush();
     chunk.push(key);
     chars += size;
@@ -83,8 +102,8 @@ export class SelfQueue {
   ) {}
 
   /** Sends re-checks of `keys` after `delaySeconds`; returns the number of messages sent. */
-  async sendRecheck(scope: IndexScope, keys: readonly string[], round: number, delaySeconds: number): Promise<number> {
-    const bodies = recheckBodies(scope, keys, round);
+  async sendRecheck(scope: IndexScope, keys: readonly string[], round: number, delaySeconds: number, expected?: ReadonlyMap<string, number | null>): Promise<number> {
+    const bodies = recheckBodies(scope, keys, round, expected);
     for (const body of bodies) {
       await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: body, DelaySeconds: delaySeconds }));
     }

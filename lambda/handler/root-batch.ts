@@ -3,6 +3,7 @@
  * each scope's delta applied in one write, a full heal where there is no index, re-checks sent for later.
  */
 import {
+  type ChangesFor,
   type DatastoreRoot,
   type IndexScope,
   type ObjectChange,
@@ -17,6 +18,7 @@ import {
   observeKeys,
   repairResumable,
   scopeBase,
+  settleKeyReadings,
   topFolder,
 } from '../lib/internal';
 import { type ContinueRepairRequest, MAX_RECHECK_ROUNDS, type RecheckRequest } from './messages';
@@ -40,6 +42,9 @@ export interface RootWork {
   readonly continuations: ContinueRepairRequest[];
 }
 
+/** HeadObject requests a re-check sends at once: S3 serves thousands a second per prefix. */
+const RECHECK_CONCURRENCY = 64;
+
 /** An empty work list for a root. */
 export function rootWork(root: DatastoreRoot): RootWork {
   return { root, changes: [], markers: [], rechecks: [], continuations: [] };
@@ -56,6 +61,8 @@ interface ScopeWork {
   readonly scope: IndexScope;
   readonly events: ObjectChange[];
   readonly recheckKeys: Set<string>;
+  /** What the re-checked delta left per key (size, or null for no entry); keys two deltas disagree on are left out. */
+  readonly recheckExpected: Map<string, number | null>;
   recheckRound: number;
 }
 
@@ -75,7 +82,7 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
     const id = namespace ?? '';
     let entry = scopes.get(id);
     if (!entry) {
-      entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckRound: 0 };
+      entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckExpected: new Map(), recheckRound: 0 };
       scopes.set(id, entry);
     }
     return entry;
@@ -90,7 +97,14 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
   }
   for (const recheck of work.rechecks) {
     const entry = scopeFor(recheck.namespace);
-    for (const key of recheck.keys) if (!isInternalKey(key)) entry.recheckKeys.add(key);
+    for (const key of recheck.keys) {
+      if (isInternalKey(key)) continue;
+      const expected = recheck.expected?.[key];
+      const seen = entry.recheckKeys.has(key);
+      entry.recheckKeys.add(key);
+      if (expected === undefined || (seen && entry.recheckExpected.get(key) !== expected)) entry.recheckExpected.delete(key);
+      else if (!seen) entry.recheckExpected.set(key, expected);
+    }
     entry.recheckRound = Math.max(entry.recheckRound, recheck.round);
   }
   // The root's own index first, then namespaces by name.
@@ -125,14 +139,29 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
   for (const entry of await scopesOf(rt, work, progress)) {
     const { scope } = entry;
     const base = scopeBase(scope);
-    const changes = latestChanges(entry.events, (c) => c.key.slice(base.length));
+    // An EventBridge key with two readings: S3 says which object exists. The other reading must lie in
+    // this scope (same top folder, so the same namespace) and not be internal.
+    const sameScope = (other: string, asSent: string): boolean =>
+      other.startsWith(base) && !isInternalKey(other.slice(base.length)) && topFolder(other.slice(base.length)) === topFolder(asSent.slice(base.length));
+    const events = entry.events.some((c) => c.otherReading !== undefined) ? await settleKeyReadings(store, entry.events, sameScope) : entry.events;
+    const changes = latestChanges(events, (c) => c.key.slice(base.length));
     const eventKeys = [...changes.keys()];
-    if (entry.recheckKeys.size) {
-      // What S3 says now is later than any event in the batch.
-      for (const [key, observed] of await observeKeys(store, scope, entry.recheckKeys)) changes.set(key, observed);
-    }
-    if (changes.size === 0) continue;
-    const report = await applyDelta(store, scope, changes, {
+    if (changes.size === 0 && entry.recheckKeys.size === 0) continue;
+    // A re-check asks S3 only about keys whose entry no longer says what the delta wrote (a push erased
+    // or changed it); what S3 says now is later than any event in the batch.
+    let observed = new Map<string, ObjectChange>();
+    const delta: ReadonlyMap<string, ObjectChange> | ChangesFor = entry.recheckKeys.size
+      ? async (index) => {
+          const doubtful = [...entry.recheckKeys].filter((key) => {
+            const expected = entry.recheckExpected.get(key);
+            const now = index.entries.get(key);
+            return expected === undefined || (expected === null ? now !== undefined : now?.size !== expected);
+          });
+          observed = await observeKeys(store, scope, doubtful, RECHECK_CONCURRENCY);
+          return new Map([...changes, ...observed]);
+        }
+      : changes;
+    const report = await applyDelta(store, scope, delta, {
       lock: lockOptions(config.lockWaitMs),
       // With re-checks on, the delayed re-check is what converges; without them, re-read right after the write.
       convergeRounds: queue ? 0 : 2,
@@ -142,16 +171,23 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       await healFromListing(rt, scope, remainingMs, progress);
       continue;
     }
-    if (entry.recheckKeys.size && report.published && eventKeys.length === 0) {
+    // Only a re-check that found doubtful keys and wrote can have restored something a push erased.
+    const restored = observed.size > 0 && report.published;
+    if (restored && eventKeys.length === 0) {
       count(Metric.RecheckRestored, report.added + report.removed + report.resized);
       logger.info('re-check restored what a push erased', { scope: report.scope, round: entry.recheckRound, added: report.added, removed: report.removed, resized: report.resized });
     }
     if (!queue) continue;
     let sent = 0;
     try {
-      if (eventKeys.length) sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds);
-      if (entry.recheckKeys.size && report.published && entry.recheckRound < MAX_RECHECK_ROUNDS) {
-        sent += await queue.sendRecheck(scope, [...entry.recheckKeys], entry.recheckRound + 1, config.recheckDelaySeconds);
+      if (eventKeys.length) {
+        const expected = new Map(eventKeys.map((key) => [key, changes.get(key)!.kind === 'created' ? (changes.get(key)!.size ?? 0) : null]));
+        sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds, expected);
+      }
+      if (restored && entry.recheckRound < MAX_RECHECK_ROUNDS) {
+        // The next round checks the keys it restored, expecting what S3 said.
+        const expected = new Map([...observed].map(([key, o]) => [key, o.kind === 'created' ? (o.size ?? 0) : null]));
+        sent += await queue.sendRecheck(scope, [...observed.keys()], entry.recheckRound + 1, config.recheckDelaySeconds, expected);
       }
     } catch (err) {
       // The delta stands; only its convergence check is lost, and the schedule still repairs.

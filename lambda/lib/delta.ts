@@ -1,11 +1,15 @@
 /** Applying a delta of object changes to one index: read, then one conditional write under the datastore lock. */
 import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
+import type { DatastoreIndex } from './index-file';
 import { isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './live-index';
 import { type PublishOptions, publishIndex } from './publish';
 import { type IndexScope, describeScope, scopeBase } from './root';
 import type { S3Store } from './s3';
+
+/** Changes decided against the index as read (e.g. only the keys a re-check doubts); called once per read. */
+export type ChangesFor = (index: DatastoreIndex) => Promise<ReadonlyMap<string, ObjectChange>>;
 
 /** What applying a delta did to one index. */
 export interface DeltaReport {
@@ -51,7 +55,7 @@ export interface DeltaReport {
 export async function applyDelta(
   store: S3Store,
   scope: IndexScope,
-  changes: ReadonlyMap<string, ObjectChange>,
+  changes: ReadonlyMap<string, ObjectChange> | ChangesFor,
   options: PublishOptions = {},
 ): Promise<DeltaReport> {
   const started = Date.now();
@@ -60,16 +64,28 @@ export async function applyDelta(
   let latest: ApplyResult | undefined;
   const planned: ApplyResult[] = [];
   // A key clients refuse is never added; its removal still applies, so an index that held it loses it.
-  const refusedKeys = [...changes].filter(([rel, c]) => c.kind === 'created' && isRefusedKey(rel)).map(([rel]) => rel).sort();
-  const indexable = refusedKeys.length === 0 ? changes : new Map([...changes].filter(([rel, c]) => !(c.kind === 'created' && isRefusedKey(rel))));
+  const isRefusedCreation = ([rel, c]: [string, ObjectChange]): boolean => c.kind === 'created' && isRefusedKey(rel);
+  let refusedKeys: string[] = [];
+  const indexableOf = (given: ReadonlyMap<string, ObjectChange>): ReadonlyMap<string, ObjectChange> => {
+    refusedKeys = [...given].filter(isRefusedCreation).map(([rel]) => rel).sort();
+    return refusedKeys.length === 0 ? given : new Map([...given].filter((change) => !isRefusedCreation(change)));
+  };
+  const indexable = typeof changes === 'function' ? undefined : indexableOf(changes);
 
+  let offered = typeof changes === 'function' ? 0 : changes.size;
   const plan = async (live: LiveIndex) => {
     missingIndex = live.state !== 'valid';
     if (live.state !== 'valid' || live.hold) return undefined;
     let effective = indexable;
+    if (!effective) {
+      const resolved = await (changes as ChangesFor)(live.index);
+      offered = resolved.size;
+      effective = indexableOf(resolved);
+    }
     if (live.layout === 'shard-first') {
-      effective = new Map([...indexable].filter(([rel]) => partitionOf(rel) !== undefined));
-      unshardable = indexable.size - effective.size;
+      const shardable = new Map([...effective].filter(([rel]) => partitionOf(rel) !== undefined));
+      unshardable = effective.size - shardable.size;
+      effective = shardable;
     }
     latest = applyChanges(live.index, effective);
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
@@ -87,7 +103,7 @@ export async function applyDelta(
     status: missingIndex && !outcome.published ? 'no-index' : 'applied',
     layout: outcome.before.layout,
     indexState: outcome.before.state,
-    changes: changes.size,
+    changes: offered,
     added: outcome.published ? (counts?.added ?? 0) : 0,
     removed: outcome.published ? (counts?.removed ?? 0) : 0,
     resized: outcome.published ? (counts?.resized ?? 0) : 0,
@@ -123,4 +139,35 @@ export async function observeKeys(store: S3Store, scope: IndexScope, rels: Itera
     );
   });
   return observed;
+}
+
+/**
+ * Settles changes whose key has two readings (`otherReading`: an EventBridge key taken as sent, and its
+ * URL-decoded reading). One HeadObject of the key as sent decides when that object exists; only when it
+ * does not is the other reading asked (if `accept` takes it). Each settled change says what S3 says now,
+ * so no entry is ever made for a key that does not exist. Changes with one reading pass through.
+ */
+export async function settleKeyReadings(
+  store: S3Store,
+  changes: readonly ObjectChange[],
+  accept: (otherReading: string, asSent: string) => boolean = () => true,
+  concurrency = 16,
+): Promise<ObjectChange[]> {
+  const observe = async (key: string): Promise<ObjectChange> => {
+    const info = await store.head(key);
+    return info
+      ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
+      : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() };
+  };
+  const settled: ObjectChange[] = changes.filter((c) => c.otherReading === undefined);
+  await mapLimit(
+    changes.filter((c) => c.otherReading !== undefined),
+    concurrency,
+    async (change) => {
+      const asSent = await observe(change.key);
+      settled.push(asSent);
+      if (asSent.kind === 'removed' && accept(change.otherReading!, change.key)) settled.push(await observe(change.otherReading!));
+    },
+  );
+  return settled;
 }

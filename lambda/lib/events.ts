@@ -11,6 +11,11 @@ export interface ObjectChange {
   readonly etag?: string;
   readonly sequencer?: string;
   readonly eventTime: string;
+  /**
+   * The key read the other way, when the event's encoding is in doubt and the two readings differ: an
+   * EventBridge key is taken as sent, and this is its URL-decoded reading. `settleKeyReadings` asks S3 which one exists.
+   */
+  readonly otherReading?: string;
 }
 
 /** What applying changes did to an index. */

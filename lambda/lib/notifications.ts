@@ -47,17 +47,29 @@ function optionalString(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** The change both event shapes describe with `bucket.name`, `object.key` (URL-encoded), size, ETag and sequencer. */
+/**
+ * The change both event shapes describe with `bucket.name`, `object.key`, size, ETag and sequencer.
+ * An S3 notification's key is URL-encoded (documented: a space arrives as `+`). An EventBridge key is
+ * taken as sent (what reports of real deliveries show); where decoding it would give another key, that
+ * reading rides along as `otherReading` for S3 to decide.
+ */
 function changeOf(
   kind: ObjectChange['kind'] | undefined,
   bucket: unknown,
   object: unknown,
-  etagField: 'eTag' | 'etag',
+  source: 's3' | 'eventbridge',
   time: unknown,
 ): ObjectChange | undefined {
   if (!kind || !isRecord(bucket) || !isRecord(object) || typeof object.key !== 'string' || typeof bucket.name !== 'string') return undefined;
-  const key = decodedKey(object.key);
-  if (key === undefined) return undefined;
+  const etagField = source === 's3' ? 'eTag' : 'etag';
+  let key: string | undefined = object.key;
+  let otherReading: string | undefined;
+  if (source === 's3') key = decodedKey(object.key);
+  else {
+    const decoded = decodedKey(object.key);
+    if (decoded !== undefined && decoded !== object.key) otherReading = decoded;
+  }
+  if (key === undefined || key === '') return undefined;
   return {
     bucket: bucket.name,
     key,
@@ -66,6 +78,7 @@ function changeOf(
     etag: kind === 'created' ? optionalString(object[etagField]) : undefined,
     sequencer: optionalString(object.sequencer),
     eventTime: normalizeEventTime(time),
+    ...(otherReading !== undefined ? { otherReading } : {}),
   };
 }
 
@@ -74,7 +87,7 @@ export function changeFromS3Record(record: unknown): ObjectChange | undefined {
   if (!isRecord(record) || !isRecord(record.s3)) return undefined;
   const name = typeof record.eventName === 'string' ? record.eventName.replace(/^s3:/, '') : '';
   const kind = name.startsWith('ObjectCreated:') ? 'created' : name.startsWith('ObjectRemoved:') ? 'removed' : undefined;
-  return changeOf(kind, record.s3.bucket, record.s3.object, 'eTag', record.eventTime);
+  return changeOf(kind, record.s3.bucket, record.s3.object, 's3', record.eventTime);
 }
 
 /** The change of an S3 EventBridge event ("Object Created" / "Object Deleted"), or undefined for any other event. */
@@ -82,7 +95,7 @@ export function changeFromEventBridge(event: unknown): ObjectChange | undefined 
   if (!isRecord(event) || event.source !== 'aws.s3' || !isRecord(event.detail)) return undefined;
   const type = event['detail-type'];
   const kind = type === 'Object Created' ? 'created' : type === 'Object Deleted' ? 'removed' : undefined;
-  return changeOf(kind, event.detail.bucket, event.detail.object, 'etag', event.time);
+  return changeOf(kind, event.detail.bucket, event.detail.object, 'eventbridge', event.time);
 }
 
 /**

@@ -23,7 +23,7 @@ import {
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { S3Store } from '../../lambda/lib';
 import { rebuildIfStale } from './bundle';
-import { T0, encodeEventKey } from './factories';
+import { T0 } from './factories';
 import { testEndpoint, testStore } from './s3';
 
 // ---------------------------------------------------------------------------------------------
@@ -385,10 +385,13 @@ export function sqsEventOf(bodies: readonly unknown[], idPrefix = 'msg'): SQSEve
   return { Records: bodies.map((b, i) => sqsRecordOf(typeof b === 'string' ? b : JSON.stringify(b), `${idPrefix}-${i}`)) };
 }
 
-/** What an S3 EventBridge event is about; the key is given decoded. */
+/** What an S3 EventBridge event is about. */
 export interface EventBridgeS3Options {
   readonly bucket: string;
+  /** The object key; EventBridge sends it as it is (no URL encoding), as reports of real deliveries show. */
   readonly key: string;
+  /** `detail.object.key` exactly as sent, when it should differ from `key` (e.g. URL-encoded). */
+  readonly keyAsSent?: string;
   /** @default 'created' */
   readonly kind?: 'created' | 'removed';
   /** @default 1 */
@@ -414,7 +417,7 @@ export function eventBridgeS3Event(options: EventBridgeS3Options): Record<string
       version: '0',
       bucket: { name: options.bucket },
       object: {
-        key: encodeEventKey(options.key),
+        key: options.keyAsSent ?? options.key,
         ...(created ? { size: options.size ?? 1, etag: 'd41d8cd98f00b204e9800998ecf8427e' } : {}),
         ...(options.sequencer ? { sequencer: options.sequencer } : {}),
       },

@@ -32,6 +32,12 @@ describe('app context', () => {
     expect(config.eventDelivery).toBeUndefined();
   });
 
+  test('maxConcurrency from -c (a string) or cdk.json (a number) reaches the event source mapping', () => {
+    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket', maxConcurrency: '4' }))[0].maxConcurrency).toBe(4);
+    expect(readStackConfigs(ctx({ buckets: [{ bucketName: 'a-bucket', maxConcurrency: 6 }] }))[0].maxConcurrency).toBe(6);
+    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket' }))[0].maxConcurrency).toBeUndefined();
+  });
+
   test('no prefixes means the bucket root', () => {
     expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket' }))[0].prefixes).toEqual([]);
   });
@@ -62,6 +68,7 @@ describe('app context', () => {
     [{ bucketName: 'my-bucket', prefixes: '/swamp' }, 'prefixes', /must not start with '\/'/],
     [{ bucketName: 'my-bucket', schedule: 'hourly' }, 'schedule', /EventBridge expression/],
     [{ bucketName: 'my-bucket', eventDelivery: 'sns' }, 'eventDelivery', /one of s3, eventbridge/],
+    [{ bucketName: 'my-bucket', maxConcurrency: 'two' }, 'maxConcurrency', /whole number, got "two"/],
     [{ buckets: '[{"bucketName":"a-bucket","prefix":"x"}]' }, 'buckets[0].prefix', /not a known setting/],
     [{ buckets: '[{"bucketName":"a.b"},{"bucketName":"a-b"}]' }, 'buckets[1].bucketName', /same stack name as buckets\[0\]/],
     [{ buckets: 'not json' }, 'buckets', /not valid JSON/],

@@ -17,9 +17,9 @@ describe('DatastoreIndexer function', () => {
     expect(fn.Handler).toBe('index.handler');
   });
 
-  test('holds exactly one reserved slot so two runs never race on an index', () => {
+  test('reserves no concurrency: the event source mapping bounds the queue runs instead of throttling them', () => {
     const { template } = indexerStack();
-    template.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: 1 });
+    expect(propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction')).not.toHaveProperty('ReservedConcurrentExecutions');
   });
 
   test('passes the bucket, prefixes, queue URL and Powertools names to the Lambda', () => {

@@ -25,12 +25,12 @@ describe('DatastoreIndexer queues', () => {
     }
   });
 
-  test('sends a message to the dead-letter queue after 5 failed receives', () => {
+  test('sends a message to the dead-letter queue after 10 failed receives', () => {
     const { template } = indexerStack();
     const dlq = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerDeadLetterQueue');
     expect(propsOf(template, 'AWS::SQS::Queue', 'IndexerQueue').RedrivePolicy).toEqual({
       deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] },
-      maxReceiveCount: 5,
+      maxReceiveCount: 10,
     });
     expect(propsOf(template, 'AWS::SQS::Queue', 'IndexerDeadLetterQueue').MessageRetentionPeriod).toBe(14 * 24 * 3600);
   });
@@ -45,17 +45,31 @@ describe('DatastoreIndexer queues', () => {
     expect(visibility).toBe(6 * 120 + 20);
   });
 
-  test('feeds the function in batches of 1000 over the batching window, reporting item failures', () => {
+  test('feeds the function in batches of up to 1000 gathered over 2 s, reporting item failures', () => {
     const { template } = indexerStack();
     const queue = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
       BatchSize: 1000,
-      MaximumBatchingWindowInSeconds: 30,
+      MaximumBatchingWindowInSeconds: 2,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       ScalingConfig: { MaximumConcurrency: 2 },
     });
+  });
+
+  test('the maximum concurrency follows the prop, and Lambda\'s bounds are enforced', () => {
+    const { template } = indexerStack({ maxConcurrency: 5 });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { ScalingConfig: { MaximumConcurrency: 5 } });
+    expect(() => indexerStack({ maxConcurrency: 1 })).toThrow(/Invalid maxConcurrency: must be a whole number from 2 to 1000, got 1/);
+  });
+
+  test('a failing event outlives a busy lock or a throttle: 10 receives, each hidden for 6x the timeout plus the window', () => {
+    const { template } = indexerStack();
+    const visibility = propsOf(template, 'AWS::SQS::Queue', 'IndexerQueue').VisibilityTimeout as number;
+    const receives = (propsOf(template, 'AWS::SQS::Queue', 'IndexerQueue').RedrivePolicy as { maxReceiveCount: number }).maxReceiveCount;
+    // Clients hold the lock for one push (a dead holder blocks for its 30 s TTL); hours are far beyond either.
+    expect(visibility * receives).toBeGreaterThanOrEqual(4 * 3600);
   });
 
   test('the batching window follows the prop', () => {

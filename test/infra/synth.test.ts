@@ -68,7 +68,7 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
     // changed while the test ran (someone is editing them), and the comparison says so.
     bundledBefore = bundle();
     const started = Date.now();
-    synth = run(['npx', 'cdk', 'synth', '-q', '-c', `bucketName=${BUCKET}`, '-c', 'prefixes=a,b', '--output', outdir], offlineEnv(outdir));
+    synth = run(['npx', 'cdk', 'synth', '-q', '-c', `bucketName=${BUCKET}`, '-c', 'prefixes=a,b', '-c', 'maxConcurrency=3', '--output', outdir], offlineEnv(outdir));
     seconds = (Date.now() - started) / 1000;
     bundledAfter = bundle();
   }, 240_000);
@@ -124,6 +124,13 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
       DATASTORE_BUCKET: BUCKET,
       DATASTORE_PREFIXES: 'a,b',
     });
+  });
+
+  test('reserves no concurrency and bounds the queue runs with the maxConcurrency context key', () => {
+    const resources = Object.values(template().Resources);
+    expect(resources.filter((r) => r.Type === 'AWS::Lambda::Function' && 'ReservedConcurrentExecutions' in r.Properties)).toEqual([]);
+    const mapping = resources.find((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
+    expect(mapping?.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 3 });
   });
 });
 

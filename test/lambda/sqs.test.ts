@@ -174,6 +174,42 @@ describe('duplicated and reordered deliveries', () => {
   });
 });
 
+describe('EventBridge keys', () => {
+  test('a key is taken as sent when its object exists; where the readings differ S3 decides; no entry for a key that does not exist', async () => {
+    const fx = await notifiedBucket('ebkeys');
+    const { store } = fx;
+    const root = { bucket: store.bucket, prefix: 'eb' };
+    await indexedRoot(store, 'eb', 3);
+    await putObject(store, 'eb/files/a+b.txt', 'plus');
+    await putObject(store, 'eb/files/x%41.txt', 'percent');
+    await putObject(store, 'eb/files/c d.txt', 'space');
+    await fx.receive();
+    const t = new Date().toISOString();
+    const events = [
+      // As reports of real deliveries show: the key as it is.
+      eventBridgeS3Event({ bucket: store.bucket, key: 'eb/files/a+b.txt', size: 4, time: t }),
+      eventBridgeS3Event({ bucket: store.bucket, key: 'eb/files/x%41.txt', size: 7, time: t }),
+      // Were it URL-encoded after all, the decoded reading is the object that exists.
+      eventBridgeS3Event({ bucket: store.bucket, key: 'eb/files/c d.txt', keyAsSent: 'eb/files/c+d.txt', size: 5, time: t }),
+      // Neither reading exists: nothing is indexed.
+      eventBridgeS3Event({ bucket: store.bucket, key: 'eb/files/gone+x.txt', size: 1, time: t }),
+    ];
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'eb', s3: proxy.endpoint }));
+    proxy.reset();
+    const run = await invoke<BatchResponse>(lambda, sqsEventOf(events));
+
+    expect(run.result.batchItemFailures).toEqual([]);
+    const keys = (await indexOf(store, { root })).map((e) => e.key);
+    expect(keys).toEqual(expect.arrayContaining(['files/a+b.txt', 'files/x%41.txt', 'files/c d.txt']));
+    expect(keys).not.toEqual(expect.arrayContaining(['files/a b.txt']));
+    expect(keys.filter((k) => ['files/a b.txt', 'files/xA.txt', 'files/c+d.txt', 'files/gone+x.txt', 'files/gone x.txt'].includes(k))).toEqual([]);
+    expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
+    // One HeadObject where the key as sent exists, two where it does not.
+    const heads = proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path.replace(`/${store.bucket}/eb/files/`, ''));
+    expect(heads.sort()).toEqual(['a+b.txt', 'c d.txt', 'c+d.txt', 'gone x.txt', 'gone+x.txt', 'x%41.txt']);
+  });
+});
+
 describe('events that are not ours', () => {
   test('a foreign bucket, keys outside every root and the test event are logged, counted, not failed, and cost no request', async () => {
     const fx = await notifiedBucket('foreign');
@@ -308,6 +344,32 @@ describe('convergence with a client push racing the delta', () => {
     const settled = await invoke<BatchResponse>(lambda, sqsEventFrom(round2.filter((m) => m.Body?.includes('"recheck"'))));
     expect(settled.result.batchItemFailures).toEqual([]);
     expect(proxy.putsOf(store.bucket, `r/${INDEX_KEY}`)).toBe(0);
+  });
+
+  test('a re-check asks S3 only about keys whose entry no longer says what the delta wrote', async () => {
+    const fx = await notifiedBucket('recheck-cheap');
+    const { store } = fx;
+    const root = { bucket: store.bucket, prefix: 'c' };
+    await indexedRoot(store, 'c', 3);
+    await fx.receive();
+    await putObject(store, 'c/files/kept.txt', 'kept');
+    await putObject(store, 'c/files/erased.txt', 'erased');
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
+    expect(delta.result.batchItemFailures).toEqual([]);
+    const later = await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')));
+    const recheck = later.filter((m) => m.Body?.includes('"recheck"'));
+    expect(JSON.parse(recheck[0].Body!).recheck.expected).toEqual({ 'files/erased.txt': 6, 'files/kept.txt': 4 });
+    // A push erases one of the two entries.
+    const index = JSON.parse((await readObject(store, `c/${INDEX_KEY}`))!.toString('utf8')) as { entries: Record<string, unknown> };
+    delete index.entries['files/erased.txt'];
+    await putObject(store, `c/${INDEX_KEY}`, JSON.stringify(index));
+
+    proxy.reset();
+    const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
+    expect(run.result.batchItemFailures).toEqual([]);
+    expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path)).toEqual([`/${store.bucket}/c/files/erased.txt`]);
+    expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
   });
 
   test('without DATASTORE_QUEUE_URL the handler works and says once, at cold start, that re-checks are off', async () => {

@@ -50,6 +50,19 @@ describe('parseNotification', () => {
     expect(parseNotification({ ...created, 'detail-type': 'Object Tags Added' })).toMatchObject({ kind: 'changes', changes: [], ignored: 1 });
   });
 
+  it('takes an EventBridge key as sent, and keeps its decoded reading aside only when the two differ', () => {
+    const event = (key: string) => ({ source: 'aws.s3', 'detail-type': 'Object Created', time: '2026-07-01T00:00:00Z', detail: { bucket: { name: 'b' }, object: { key, size: 1 } } });
+    const changeOf = (key: string) => {
+      const message = parseNotification(event(key));
+      return message.kind === 'changes' ? message.changes[0] : undefined;
+    };
+    expect(changeOf('p/files/a+b %41.txt')).toMatchObject({ key: 'p/files/a+b %41.txt', otherReading: 'p/files/a b A.txt' });
+    expect(changeOf('p/files/plain.txt')).not.toHaveProperty('otherReading');
+    // Not valid URL encoding: only one reading.
+    expect(changeOf('p/files/100%.txt')).toEqual(expect.objectContaining({ key: 'p/files/100%.txt' }));
+    expect(changeOf('p/files/100%.txt')).not.toHaveProperty('otherReading');
+  });
+
   it('recognises the S3 test event and refuses anything else', () => {
     expect(parseNotification('{"Service":"Amazon S3","Event":"s3:TestEvent","Bucket":"b"}')).toEqual({ kind: 'test-event' });
     expect(parseNotification('not json')).toMatchObject({ kind: 'unknown', reason: expect.stringMatching(/not JSON/) });

@@ -1,0 +1,372 @@
+/**
+ * Freshness and cost of the event path, end to end:
+ *
+ *   uploads (PutObject to the S3 model, `aws s3 cp`'s 10 at a time)
+ *     → the model sends S3 event notifications to an SQS queue (bench/event-host.ts): the SQS model
+ *       (bench/sqs-model.ts) by default, moto with `--sqs moto`
+ *     → the emulated event source (test/helpers/event-source.ts) feeds batches to the Lambda bundle
+ *       running in child processes, one per concurrent slot
+ *     → the bundle reads and writes the index on the model.
+ *
+ * Freshness of a key: from the moment the model applied its PutObject to the moment it applied the
+ * first index write that makes the key visible to clients (the monolith, or `_meta.json` listing the
+ * partition that holds it). Cost: the indexer's S3 requests (all requests minus the uploads) and the
+ * bytes it wrote, per 1,000 uploads, re-checks included.
+ *
+ *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 2] [--max-concurrency 2] [--sqs model|moto]
+ *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shards] [--json]
+ */
+import { fork } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { S3Store, SHARD_META_KEY, createS3Client, healRoot, mapLimit, parallelLister } from '../lambda/lib/internal';
+import { lambdaWorkers, startEventSource } from '../test/helpers/event-source';
+import { startMoto } from '../test/helpers/moto';
+import type { EventHostReply, EventHostRequest, KeyFreshness, WriteStats } from './event-host';
+import { startSqsModel } from './sqs-model';
+
+/** The stack's default batching window (infra/private/validate.ts), in seconds. */
+export const DEFAULT_WINDOW_S = 2;
+
+/** What one freshness run measures. */
+export interface FreshnessOptions {
+  readonly latencyMs: number;
+  /** The event source mapping's batching window, in seconds. */
+  readonly windowS: number;
+  readonly maxConcurrency: number;
+  /** Entries of the roots the bursts land on. */
+  readonly entries: readonly number[];
+  readonly bursts: readonly number[];
+  readonly layouts: readonly Layout[];
+  /** Uploads in flight at once (`aws s3 cp` sends 10). */
+  readonly uploadConcurrency?: number;
+  /** How many calm single uploads a burst of 1 stands for. @default 5 */
+  readonly singles?: number;
+  /** The queue: the SQS model (bench/sqs-model.ts, 10 ms per request) or moto, whose SQS is CPU-bound. @default 'model' */
+  readonly sqs?: 'model' | 'moto';
+  readonly log?: (line: string) => void;
+}
+
+type Layout = 'monolith' | 'shards';
+
+/** The figures of one burst on one root. */
+export interface FreshnessCell {
+  readonly entries: number;
+  readonly layout: Layout;
+  readonly burst: number;
+  /** Uploads measured (a burst of 1 is repeated on a calm queue). */
+  readonly uploads: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  /** Uploads never seen in an index: must be 0. */
+  readonly missing: number;
+  readonly requestsPer1kUploads: number;
+  /** The indexer's requests by S3 operation, over the whole burst (uploads taken out). */
+  readonly requestsByOperation: Record<string, number>;
+  readonly bytesWrittenPer1kUploads: number;
+  readonly invocations: number;
+  /** Median time of one invocation and median records in its batch, from the handler's "batch done" lines. */
+  readonly invocationP50Ms: number;
+  readonly batchP50: number;
+  readonly failedItems: number;
+  readonly deadLetters: number;
+  /** Upload time of the burst (first PUT to last), ms. */
+  readonly uploadMs: number;
+}
+
+/** The `q`-quantile (0..1) of some numbers, nearest rank. */
+export function quantile(values: readonly number[], q: number): number {
+  if (!values.length) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/** A request without its id (the host assigns it). */
+type HostAsk = EventHostRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
+interface Host {
+  readonly endpoint: string;
+  ask<T>(request: HostAsk): Promise<T>;
+  stop(): Promise<void>;
+}
+
+async function startHost(latencyMs: number): Promise<Host> {
+  const child = fork(join(__dirname, 'event-host.ts'), [String(latencyMs)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  let nextId = 1;
+  child.on('message', (reply: EventHostReply) => {
+    const w = waiting.get(reply.id);
+    if (!w) return;
+    waiting.delete(reply.id);
+    if (reply.error) w.reject(new Error(`event-host: ${reply.error}`));
+    else w.resolve(reply.result);
+  });
+  child.on('exit', (code) => {
+    for (const w of waiting.values()) w.reject(new Error(`the event host exited (${code})`));
+    waiting.clear();
+  });
+  const ask = <T>(request: HostAsk, id = nextId++): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      if (id !== 0) child.send({ ...request, id });
+    });
+  const { endpoint } = await ask<{ endpoint: string }>({ op: 'counts' }, 0);
+  return {
+    endpoint,
+    ask,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      await ask({ op: 'stop' }).catch(() => undefined);
+      if (child.exitCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+/** A root of `entries` objects with a true index in `layout`, made by the library's own heal. */
+async function indexedRoot(host: Host, client: S3Client, bucket: string, entries: number, layout: Layout): Promise<void> {
+  await client.send(new CreateBucketCommand({ Bucket: bucket }));
+  await host.ask({ op: 'seed', bucket, options: { count: entries, prefix: 'root', layout: 'swamp' } });
+  const store = new S3Store(client, bucket);
+  // A shard-first root is one whose manifest says version 2; the heal keeps that layout and fills it.
+  if (layout === 'shards') await store.put(`root/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
+  const report = await healRoot(store, { bucket, prefix: 'root' }, { mode: 'repair', lister: parallelLister() });
+  const scope = report.scopes[0];
+  if (scope.layout !== layout) throw new Error(`seeding ${bucket}: expected a ${layout} root, the heal found ${scope.layout}`);
+}
+
+async function depth(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+  return Object.values(Attributes ?? {}).reduce((sum, v) => sum + Number(v), 0);
+}
+
+/** Runs every burst on every root; see the module comment. */
+export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCell[]> {
+  const log = o.log ?? (() => undefined);
+  const moto = o.sqs === 'moto' ? await startMoto() : await startSqsModel();
+  const host = await startHost(o.latencyMs);
+  const sqs = new SQSClient({ endpoint: moto.endpoint, region: process.env.AWS_REGION ?? 'us-east-1' });
+  const client = createS3Client({ endpoint: host.endpoint, forcePathStyle: true }, { maxAttempts: 1 });
+  const cells: FreshnessCell[] = [];
+  try {
+    for (const entries of o.entries) {
+      for (const layout of o.layouts) {
+        const bucket = `fresh-${entries}-${layout}`;
+        log(`freshness: seeding ${bucket} (${entries} objects, ${layout} index)`);
+        await indexedRoot(host, client, bucket, entries, layout);
+        const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${bucket}-dlq` }));
+        const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+        const { QueueUrl } = await sqs.send(
+          new CreateQueueCommand({
+            QueueName: bucket,
+            // The stack's 10 receives; the visibility timeout is cut from 1830 s so that a failed item
+            // comes back within the run (any failure is counted and printed).
+            Attributes: { VisibilityTimeout: '60', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 10 }) },
+          }),
+        );
+        await host.ask({ op: 'notify', bucket, prefix: 'root', queueUrl: QueueUrl!, sqsEndpoint: moto.endpoint });
+        const batches: { ms: number; records: number }[] = [];
+        const onLog = (line: string): void => {
+          if (!line.includes('"batch done"')) return;
+          const entry = JSON.parse(line) as { ms: number; records: number };
+          batches.push({ ms: entry.ms, records: entry.records });
+        };
+        const workers = lambdaWorkers(
+          {
+            DATASTORE_BUCKET: bucket,
+            DATASTORE_PREFIXES: 'root',
+            DATASTORE_QUEUE_URL: QueueUrl,
+            DATASTORE_FORCE_PATH_STYLE: 'true',
+            // Deployed, re-checks wait 30 s; here 2 s, so a run need not wait for them. They cost the same.
+            DATASTORE_RECHECK_DELAY_SECONDS: '2',
+            AWS_ENDPOINT_URL_S3: host.endpoint,
+            AWS_ENDPOINT_URL_SQS: moto.endpoint,
+            AWS_EC2_METADATA_DISABLED: 'true',
+            POWERTOOLS_LOG_LEVEL: 'INFO',
+            POWERTOOLS_METRICS_DISABLED: 'true',
+          },
+          o.maxConcurrency,
+          { onLog },
+        );
+        const source = startEventSource({ sqs, queueUrl: QueueUrl!, batchingWindowMs: o.windowS * 1000, maxConcurrency: o.maxConcurrency, invoke: workers.invoke });
+        try {
+          for (const burst of o.bursts) {
+            const rounds = burst === 1 ? (o.singles ?? 5) : 1;
+            const samples: number[] = [];
+            let missing = 0;
+            let requests = 0;
+            const byOperation: Record<string, number> = {};
+            let bytes = 0;
+            let uploadMs = 0;
+            const before = source.invocations.length;
+            batches.length = 0;
+            for (let r = 0; r < rounds; r++) {
+              await source.drained({ quietMs: 1000 });
+              const tag = `files/burst-${burst}-${r}/`;
+              await host.ask({ op: 'reset', marker: tag });
+              const keys = Array.from({ length: burst }, (_, i) => `${tag}${String(i).padStart(5, '0')}.bin`);
+              const started = Date.now();
+              await mapLimit(keys, o.uploadConcurrency ?? 10, (rel) =>
+                client.send(new PutObjectCommand({ Bucket: bucket, Key: `root/${rel}`, Body: Buffer.alloc(100 + (rel.length % 900), 120) })),
+              );
+              uploadMs = Math.max(uploadMs, Date.now() - started);
+              await source.drained({ quietMs: 1500 });
+              const seen = await host.ask<KeyFreshness[]>({ op: 'freshness', keys });
+              for (const k of seen) {
+                if (k.putMs === undefined || k.indexedMs === undefined) missing++;
+                else samples.push(k.indexedMs - k.putMs);
+              }
+              const stats = await host.ask<WriteStats>({ op: 'counts' });
+              requests += Object.values(stats.requests).reduce((a, b) => a + b, 0) - burst;
+              for (const [op, n] of Object.entries(stats.requests)) byOperation[op] = (byOperation[op] ?? 0) + n - (op === 'PutObject' ? burst : 0);
+              bytes += stats.internalBytesWritten;
+            }
+            const runs = source.invocations.slice(before);
+            const uploads = burst * rounds;
+            const cell: FreshnessCell = {
+              entries,
+              layout,
+              burst,
+              uploads,
+              p50Ms: quantile(samples, 0.5),
+              p99Ms: quantile(samples, 0.99),
+              maxMs: quantile(samples, 1),
+              missing,
+              requestsPer1kUploads: (requests / uploads) * 1000,
+              requestsByOperation: Object.fromEntries(Object.entries(byOperation).filter(([, n]) => n > 0)),
+              bytesWrittenPer1kUploads: (bytes / uploads) * 1000,
+              invocations: runs.length,
+              invocationP50Ms: quantile(batches.map((b) => b.ms), 0.5),
+              batchP50: quantile(batches.map((b) => b.records), 0.5),
+              failedItems: runs.reduce((a, r) => a + r.failed, 0),
+              deadLetters: await depth(sqs, dlq.QueueUrl!),
+              uploadMs,
+            };
+            cells.push(cell);
+            log(`  ${describe(cell)}`);
+          }
+        } finally {
+          await source.stop();
+          workers.stop();
+        }
+      }
+    }
+  } finally {
+    client.destroy();
+    sqs.destroy();
+    await host.stop();
+    await moto.stop();
+  }
+  return cells;
+}
+
+const mib = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+function describe(c: FreshnessCell): string {
+  return (
+    `${c.entries} entries ${c.layout}, burst ${c.burst}${c.burst === 1 ? ` x${c.uploads}` : ''}: ` +
+    `p50 ${(c.p50Ms / 1000).toFixed(2)} s, p99 ${(c.p99Ms / 1000).toFixed(2)} s, ${c.invocations} invocations, ` +
+    `median invocation ${(c.invocationP50Ms / 1000).toFixed(2)} s for ${c.batchP50} records, ` +
+    `${Math.round(c.requestsPer1kUploads)} requests and ${mib(c.bytesWrittenPer1kUploads)} written per 1k uploads, ` +
+    `${c.failedItems} failed items, ${c.deadLetters} dead letters, ${c.missing} missing; requests ${JSON.stringify(c.requestsByOperation)}`
+  );
+}
+
+/** The printed table of freshness and cost. */
+export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency' | 'sqs'>): string {
+  const head = ['root', 'layout', 'burst', 'fresh p50 s', 'fresh p99 s', 'invocations', 'inv p50 s', 'batch p50', 'requests/1k', 'written/1k', 'failed', 'DLQ', 'upload s'];
+  const rows = cells.map((c) => [
+    String(c.entries),
+    c.layout,
+    c.burst === 1 ? `1 (x${c.uploads})` : String(c.burst),
+    (c.p50Ms / 1000).toFixed(2),
+    (c.p99Ms / 1000).toFixed(2),
+    String(c.invocations),
+    (c.invocationP50Ms / 1000).toFixed(2),
+    String(c.batchP50),
+    String(Math.round(c.requestsPer1kUploads)),
+    mib(c.bytesWrittenPer1kUploads),
+    String(c.failedItems),
+    String(c.deadLetters),
+    (c.uploadMs / 1000).toFixed(1),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]): string => r.map((t, i) => (i < 2 ? t.padEnd(widths[i]) : t.padStart(widths[i]))).join('  ');
+  return [
+    `event path: S3 model at ${o.latencyMs} ms per request, S3 notifications into ${o.sqs === 'moto' ? 'moto SQS' : 'the SQS model (10 ms)'}, emulated event source ` +
+      `(batch 1000, window ${o.windowS} s, max concurrency ${o.maxConcurrency}), the Lambda bundle in child processes`,
+    line(head),
+    ...rows.map(line),
+  ].join('\n');
+}
+
+/** The `--json` fields: the 5,000-upload burst on the largest monolith root (or the largest burst measured). */
+export function freshnessJson(cells: readonly FreshnessCell[]): Record<string, unknown> {
+  const largest = Math.max(...cells.map((c) => c.entries));
+  const burst = Math.max(...cells.map((c) => c.burst));
+  const head = cells.find((c) => c.entries === largest && c.burst === burst && c.layout === 'monolith') ?? cells[cells.length - 1];
+  return {
+    freshP50Ms: head?.p50Ms ?? null,
+    freshP99Ms: head?.p99Ms ?? null,
+    requestsPer1kUploads: head?.requestsPer1kUploads ?? null,
+    bytesWrittenPer1kUploads: head?.bytesWrittenPer1kUploads ?? null,
+    freshness: cells,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      'latency-ms': { type: 'string' },
+      'window-s': { type: 'string' },
+      'max-concurrency': { type: 'string' },
+      entries: { type: 'string' },
+      bursts: { type: 'string' },
+      layouts: { type: 'string' },
+      sqs: { type: 'string' },
+      json: { type: 'boolean' },
+    },
+  });
+  const list = (v: string | undefined, fallback: string): number[] => (v ?? fallback).split(',').map(Number);
+  process.env.AWS_ACCESS_KEY_ID ??= 'bench';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'bench';
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const o: FreshnessOptions = {
+    latencyMs: Number(values['latency-ms'] ?? 80),
+    windowS: Number(values['window-s'] ?? DEFAULT_WINDOW_S),
+    maxConcurrency: Number(values['max-concurrency'] ?? 2),
+    entries: list(values.entries, '1000,100000'),
+    bursts: list(values.bursts, '1,100,5000'),
+    layouts: (values.layouts ?? 'monolith,shards').split(',') as Layout[],
+    sqs: values.sqs === 'moto' ? 'moto' : 'model',
+    log: (line) => void process.stderr.write(`${line}\n`),
+  };
+  const cells = await measureFreshness(o);
+  process.stdout.write(`${freshnessTable(cells, o)}\n`);
+  if (values.json) process.stdout.write(`${JSON.stringify(freshnessJson(cells))}\n`);
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  });
+}
+
+/** The freshness rows of `npm run bench`: the table to print and the `--json` fields. */
+export async function freshnessBench(o: { latencyMs: number; quick: boolean; log: (line: string) => void }): Promise<{ table: string; json: Record<string, unknown> }> {
+  const options: FreshnessOptions = {
+    latencyMs: o.latencyMs,
+    windowS: DEFAULT_WINDOW_S,
+    maxConcurrency: 2,
+    entries: o.quick ? [1000] : [1000, 100_000],
+    bursts: o.quick ? [1, 100] : [1, 100, 5000],
+    layouts: ['monolith', 'shards'],
+    log: o.log,
+  };
+  const cells = await measureFreshness(options);
+  return { table: freshnessTable(cells, options), json: freshnessJson(cells) };
+}
