@@ -42,7 +42,7 @@ export function parseRoots(bucket: string, raw: string | undefined): DatastoreRo
   });
   const normalized = prefixes.map(normalizePrefix);
   normalized.forEach((p, i) => {
-    if (p === '' || p.includes('//')) throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
+    if (p === '' || p.includes('//') || p.split('/').some((s) => s === '.' || s === '..')) throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
     for (const other of normalized) {
       if (other !== p && other.startsWith(`${p}/`)) throw new ConfigError(`DATASTORE_PREFIXES "${other}" lies inside "${p}"`, 'Datastore roots must not nest');
     }

@@ -136,7 +136,8 @@ describe('datastore-indexer creates nothing by mistake', () => {
       expect(run.stderr).toContain('is not an S3 listing');
       expect(requests.filter((r) => !r.startsWith('GET '))).toEqual([]);
     } finally {
-      server.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

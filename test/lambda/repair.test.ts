@@ -48,6 +48,7 @@ describe('configuration, read at cold start', () => {
     ['DATASTORE_BUCKET unset', { DATASTORE_BUCKET: undefined }, /DATASTORE_BUCKET is not set/],
     ['nested roots', { DATASTORE_PREFIXES: 'swamp,swamp/inner' }, /"swamp\/inner" lies inside "swamp"/],
     ['an empty prefix entry', { DATASTORE_PREFIXES: 'swamp,,infra' }, /entry 2 is empty/],
+    ['a prefix with a ".." segment', { DATASTORE_PREFIXES: 'swamp/../swamp' }, /"swamp\/\.\.\/swamp" is not a key prefix/],
     ['a bad path-style flag', { DATASTORE_FORCE_PATH_STYLE: 'yes' }, /DATASTORE_FORCE_PATH_STYLE must be "true" or "false"/],
     ['a bad endpoint', { AWS_ENDPOINT_URL_S3: 'localhost:9000' }, /AWS_ENDPOINT_URL_S3 must be an http\(s\) URL/],
     ['a bad lock wait', { DATASTORE_LOCK_WAIT_SECONDS: 'ten' }, /DATASTORE_LOCK_WAIT_SECONDS must be a whole number/],
