@@ -63,6 +63,14 @@ function jitter(attempt: number): number {
   return cap / 2 + Math.random() * (cap / 2);
 }
 
+/** Reads a scope's monolith again, conditionally on the version `live` holds; a failure surfaces only where the read is used. */
+function rereadAlongside(store: S3Store, scope: IndexScope, live: LiveIndex, shardPartitions?: readonly string[]): Promise<LiveIndex> {
+  const known = live.state === 'valid' && live.etag ? { etag: live.etag, index: live.index } : undefined;
+  const read = readLiveIndex(store, scope, shardPartitions, known);
+  read.catch(() => undefined);
+  return read;
+}
+
 /** Key under `_control/` where an unreadable index is kept before it is replaced. */
 export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = new Date()): string {
   const name = sourceKey.slice(scopeBase(scope).length).replace(/\//g, '~');
@@ -106,10 +114,17 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
 
   for (let round = 0; next && round <= rounds; round++) {
     if (round > 0) emit({ event: 'erased', round });
+    // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
+    // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
+    let early = conditional && planned?.live.layout === 'monolith' ? rereadAlongside(store, scope, planned.live, options.shardPartitions) : undefined;
     await withLock(store, rootBase(scope.root) + LOCK_KEY, lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
-        // Re-read under the lock: what was read before it may already be out of date.
-        live = await readLiveIndex(store, scope, options.shardPartitions);
+        // Re-read under the lock: what was read before it may already be out of date. The read made while
+        // taking it stands unless the lock had to be waited for or turned out to be the only protection.
+        const alongside = early;
+        early = undefined;
+        const reread = alongside && conditional && lock.waits === 0 ? await alongside : undefined;
+        live = reread?.layout === 'monolith' ? reread : await readLiveIndex(store, scope, options.shardPartitions);
         next = planned && sameVersion(planned.live, live) ? planned.next : await plan(live);
         planned = undefined;
         if (!next) return;
