@@ -116,6 +116,7 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     if (round > 0) emit({ event: 'erased', round });
     // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
     // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
+    let recheck: Promise<LiveIndex> | undefined;
     let early = conditional && planned?.live.layout === 'monolith' ? rereadAlongside(store, scope, planned.live, options.shardPartitions) : undefined;
     await withLock(store, rootBase(scope.root) + LOCK_KEY, lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
@@ -151,6 +152,11 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         if (status === 'written') {
           writes++;
           written = next;
+          // The re-check's read goes out with the lock's release, not after it.
+          if (round < rounds) {
+            recheck = readLiveIndex(store, scope, options.shardPartitions, known);
+            recheck.catch(() => undefined);
+          }
           return;
         }
         conflicts++;
@@ -168,7 +174,7 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     if (!written || round >= rounds) break;
     // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
     // Still exactly our write (same ETag), it is not parsed again and needs no new plan.
-    live = await readLiveIndex(store, scope, options.shardPartitions, known);
+    live = await (recheck ?? readLiveIndex(store, scope, options.shardPartitions, known));
     next = live.state === 'valid' && known && live.index === known.index ? undefined : await plan(live);
     planned = { live, next };
     known = undefined;

@@ -11,8 +11,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A store that notes the index reads sent, and which of them went out before its lock write was answered. */
 class WatchingStore extends S3Store {
-  readonly indexReads: { ifNoneMatch?: string; beforeLockTaken: boolean }[] = [];
+  readonly indexReads: { ifNoneMatch?: string; beforeLockTaken: boolean; beforeLockReleased: boolean }[] = [];
   private lockTaken = false;
+  private lockReleased = false;
 
   constructor(
     bucket: string,
@@ -31,8 +32,18 @@ class WatchingStore extends S3Store {
     return result;
   }
 
+  override async delete(...args: Parameters<S3Store['delete']>): ReturnType<S3Store['delete']> {
+    if (args[0] !== this.lockKey) return super.delete(...args);
+    await sleep(150);
+    const result = await super.delete(...args);
+    this.lockReleased = true;
+    return result;
+  }
+
   override async get(key: string, options?: GetOptions): ReturnType<S3Store['get']> {
-    if (key === this.indexKey) this.indexReads.push({ ifNoneMatch: options?.ifNoneMatch, beforeLockTaken: !this.lockTaken });
+    if (key === this.indexKey) {
+      this.indexReads.push({ ifNoneMatch: options?.ifNoneMatch, beforeLockTaken: !this.lockTaken, beforeLockReleased: !this.lockReleased });
+    }
     return super.get(key, options);
   }
 }
@@ -98,11 +109,28 @@ describe('publishIndex round trips', () => {
 
     expect(outcome).toMatchObject({ writes: 1, conflicts: 0 });
     expect(planner.calls).toHaveLength(1);
-    expect(watching.indexReads).toEqual([
+    expect(watching.indexReads.map(({ ifNoneMatch, beforeLockTaken }) => ({ ifNoneMatch, beforeLockTaken }))).toEqual([
       { ifNoneMatch: undefined, beforeLockTaken: true },
       { ifNoneMatch: etag, beforeLockTaken: true },
     ]);
     expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/old']);
+  });
+
+  it('sends the re-check after the write along with the release of the lock, and re-plans nothing when the write stands', async () => {
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+    const watching = new WatchingStore(store.bucket, 'p/.datastore-index.json', 'p/.datastore.lock');
+    const planner = adding('data/a');
+
+    const outcome = await publishIndex(watching, scope, planner.plan);
+
+    expect(outcome).toMatchObject({ writes: 1, conflicts: 0 });
+    expect(planner.calls).toHaveLength(1);
+    const written = (await store.head('p/.datastore-index.json'))!.etag;
+    const recheck = watching.indexReads[watching.indexReads.length - 1];
+    expect(watching.indexReads).toHaveLength(3);
+    expect(recheck).toEqual({ ifNoneMatch: written, beforeLockTaken: false, beforeLockReleased: true });
+    expect(await store.head('p/.datastore.lock')).toBeUndefined();
   });
 
   it('re-reads the index after the lock when it had to wait for it, and keeps what the holder wrote meanwhile', async () => {
