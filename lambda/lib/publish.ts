@@ -27,6 +27,8 @@ export interface PublishOptions {
   readonly convergeRounds?: number;
   /** Shard partitions a listing saw, so a shard-first root without `_meta.json` is still read as shards. */
   readonly shardPartitions?: readonly string[];
+  /** The live index as read already (e.g. while the scope was listed): the first read, not sent again. */
+  readonly before?: Promise<LiveIndex>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -86,7 +88,7 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
   const maxAttempts = options.maxAttempts ?? 6;
   const rounds = options.convergeRounds ?? 2;
   const emit = options.onEvent ?? (() => undefined);
-  const before = await readLiveIndex(store, scope, options.shardPartitions);
+  const before = await (options.before ?? readLiveIndex(store, scope, options.shardPartitions));
   let live = before;
   let next = await plan(live);
   // The last plan and the index version it was made for: re-read unchanged under the lock, it stands.

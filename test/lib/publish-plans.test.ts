@@ -3,9 +3,9 @@
  * under the lock is the same version, and the re-check after the write does not re-plan (or re-parse)
  * an index that is still exactly its own write. Anything else still re-plans.
  */
-import { type DatastoreIndex, type GetOptions, type LiveIndex, S3Store, emptyIndex, publishIndex, withLock } from '../../lambda/lib';
+import { type DatastoreIndex, type GetOptions, type LiveIndex, S3Store, emptyIndex, healRoot, publishIndex, withLock } from '../../lambda/lib';
 import { indexEntry } from '../helpers/factories';
-import { connectStore, putIndex, putObject, readIndex, summarize, testClient, testStore } from '../helpers/s3';
+import { connectStore, putIndex, putObject, readIndex, seedDatastore, summarize, testClient, testStore, trackRequests } from '../helpers/s3';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -131,6 +131,28 @@ describe('publishIndex round trips', () => {
     expect(watching.indexReads).toHaveLength(3);
     expect(recheck).toEqual({ ifNoneMatch: written, beforeLockTaken: false, beforeLockReleased: true });
     expect(await store.head('p/.datastore.lock')).toBeUndefined();
+  });
+
+  it('reads the index while the heal lists the root, once, and then only alongside the lock and for the re-check', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'early', objects: 8 });
+    await putIndex(store, seeded.indexKey(), [indexEntry(seeded.expectedEntries()[0].key, { size: seeded.expectedEntries()[0].size })]);
+    const healer = connectStore(store.bucket);
+    const sent = trackRequests(healer);
+
+    const report = await healRoot(healer, seeded.root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ published: true, conflicts: 0 });
+    const indexReads = sent.flatMap((r, i) => (r.op === 'GetObject' && r.key === seeded.indexKey() ? [i] : []));
+    const lastList = sent.map((r) => r.op).lastIndexOf('ListObjectsV2');
+    const lockTake = sent.findIndex((r) => r.op === 'PutObject' && r.key === 'early/.datastore.lock');
+    expect(indexReads).toHaveLength(3);
+    // sent before the listing's last page; the next one just before the lock is asked for (so answered alongside it)
+    expect(indexReads[0]).toBeLessThan(lastList);
+    expect(indexReads[1]).toBeGreaterThan(lastList);
+    expect(indexReads[1]).toBeLessThan(lockTake);
+    expect(sent[indexReads[1]].ifNoneMatch).toBeDefined();
+    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
   });
 
   it('re-reads the index after the lock when it had to wait for it, and keeps what the holder wrote meanwhile', async () => {
