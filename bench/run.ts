@@ -246,6 +246,9 @@ async function main(): Promise<void> {
     );
   }
 
+  // On latency alone (CPU free), a run takes its depth times the latency: the floor is as deep as it has pages.
+  const depthOf = (name: string, from = timings): number => detail(name, 'listingDepth', from) + detail(name, 'publishDepth', from);
+  const rawDepth = med(timings.raw, (t) => t.requests)!;
   const out: string[] = [];
   out.push(
     `S3 model: ${o.objects} objects (swamp layout), ${o.latencyMs} ms per request, medians of ${o.runs} run(s); ` +
@@ -254,6 +257,9 @@ async function main(): Promise<void> {
     '',
     table(rows),
     '',
+    `requests one after another (latencies deep) at ${o.latencyMs} ms: floor ${rawDepth} (${((rawDepth * o.latencyMs) / 1000).toFixed(2)} s), ` +
+      `heal sequential ${depthOf('healSequential')}, heal parallel ${depthOf('healParallel')} ` +
+      `(${((depthOf('healParallel') * o.latencyMs) / 1000).toFixed(2)} s: ${(rawDepth / depthOf('healParallel')).toFixed(2)}x the floor on latency alone)`,
     `index of ${index.entries} entries from a synthetic listing (child process): list ${(index.listMs / 1000).toFixed(2)} s, ` +
       `build ${(index.buildMs / 1000).toFixed(2)} s, serialise ${(index.serializeMs / 1000).toFixed(2)} s (${(index.indexBytes / 1048576).toFixed(0)} MiB JSON); ` +
       `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
@@ -284,6 +290,8 @@ async function main(): Promise<void> {
       listingDepth: detail('healParallel', 'listingDepth'),
       publishS: detail('healParallel', 'publishS'),
       publishDepth: detail('healParallel', 'publishDepth'),
+      parallelDepth: depthOf('healParallel'),
+      latencyBoundSpeedup: rawDepth / depthOf('healParallel'),
       second: second
         ? {
             latencyMs: o.secondLatencyMs,
