@@ -14,6 +14,7 @@ import {
   healRoot,
   rootBase,
 } from '../lambda/lib';
+import { meterDepth } from './depth';
 
 /** One timed run: seconds, what was seen, and requests sent. */
 export interface Timing {
@@ -73,9 +74,15 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
   await unindex(target);
   const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
   const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
+  const meter = meterDepth(store.client, process.env.BENCH_TRACE === '1');
+  let listingDepth = 0;
+  const measured: Lister = async function* (s, prefix) {
+    yield* lister(s, prefix);
+    listingDepth = meter.depth();
+  };
   try {
     const started = performance.now();
-    const report = await healRoot(store, root, { mode: 'repair', lister });
+    const report = await healRoot(store, root, { mode: 'repair', lister: measured });
     const seconds = (performance.now() - started) / 1000;
     const scope = report.scopes.find((s) => !s.namespace);
     if (!scope?.published) throw new Error(`the heal of s3://${target.bucket}/${target.prefix} published nothing`);
@@ -83,9 +90,17 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
       seconds,
       objects: report.objectsSeen,
       requests: store.requestTotal(),
-      detail: { listingS: report.listingMs / 1000, publishS: scope.publishMs / 1000, entries: scope.entries, lists: store.requests.ListObjectsV2 ?? 0 },
+      detail: {
+        listingS: report.listingMs / 1000,
+        publishS: scope.publishMs / 1000,
+        entries: scope.entries,
+        lists: store.requests.ListObjectsV2 ?? 0,
+        listingDepth,
+        publishDepth: meter.depth() - listingDepth,
+      },
     };
   } finally {
+    if (meter.trace) process.stderr.write(`${meter.trace.map((t) => `${t.depth}\t${t.op}\t${t.sentMs.toFixed(0)}\t${t.doneMs.toFixed(0)}\t${t.input}`).join('\n')}\n`);
     store.client.destroy();
     await unindex(target);
   }

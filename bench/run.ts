@@ -1,13 +1,15 @@
 /**
- * npm run bench [-- --objects N --latency-ms MS --parallelism N --runs N --quick --json]
+ * npm run bench [-- --objects N --latency-ms MS --second-latency-ms MS --parallelism N --runs N --quick --json]
  *
  * In one run, against one bucket seeded on the S3 model (bench/s3-model, in its own process, fixed
- * latency per request), side by side: the raw floor (the SDK's bare sequential ListObjectsV2 loop),
+ * latency per request: 80 ms, about what S3 takes for a full ListObjectsV2 page; the floor and both heals
+ * again at a second latency, 30 ms), side by side: the raw floor (the SDK's bare sequential ListObjectsV2 loop),
  * our full heal listing sequentially and in parallel (mode repair on an unindexed root: list, build,
  * publish), and rclone where installed; a smaller sanity row on moto, where requests cost CPU rather
  * than waiting; and without network, building and serialising a 1,000,000-entry index (time and peak
  * RSS, in a child process) and applying a 1,000-event delta to a 100,000-entry index. Prints a table of
- * medians; with --json, one JSON object as the last line.
+ * medians; with --json, one JSON object as the last line. `BENCH_TRACE=1` prints every request of each
+ * heal (depth, operation, sent and answered ms, parameters) to stderr.
  */
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -20,13 +22,15 @@ import { seededMoto } from './moto';
 import { type Row, median, table } from './report';
 import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneList, rcloneVersion } from './rows';
 
-const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--parallelism N] [--runs N]
+const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
                        [--quick] [--json]`;
 
 interface Options {
   readonly objects: number;
   readonly latencyMs: number;
+  /** A second latency the floor and both heals are measured at; 0 skips it. */
+  readonly secondLatencyMs: number;
   readonly parallelism: number;
   readonly runs: number;
   readonly indexEntries: number;
@@ -43,6 +47,7 @@ function options(): Options {
     options: {
       objects: { type: 'string' },
       'latency-ms': { type: 'string' },
+      'second-latency-ms': { type: 'string' },
       parallelism: { type: 'string' },
       runs: { type: 'string' },
       'index-entries': { type: 'string' },
@@ -69,7 +74,8 @@ function options(): Options {
   };
   return {
     objects: int('objects', quick ? 20_000 : 100_000),
-    latencyMs: int('latency-ms', 30, 0),
+    latencyMs: int('latency-ms', 80, 0),
+    secondLatencyMs: int('second-latency-ms', 30, 0),
     parallelism: int('parallelism', 16),
     runs: int('runs', quick ? 1 : 3),
     indexEntries: int('index-entries', quick ? 200_000 : 1_000_000),
@@ -163,6 +169,18 @@ async function main(): Promise<void> {
     await model.stop();
   }
 
+  let second: Record<string, Timing[]> | undefined;
+  if (o.secondLatencyMs > 0) {
+    log(`s3-model: ${o.objects} objects, ${o.secondLatencyMs} ms per request`);
+    const model2 = await startModelProcess(o.secondLatencyMs);
+    try {
+      await model2.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
+      second = await rounds(o.runs, coreMeasures({ ...target, endpoint: model2.endpoint }, o.parallelism));
+    } finally {
+      await model2.stop();
+    }
+  }
+
   log(`event path: freshness and cost of upload bursts (${o.latencyMs} ms per request)`);
   const fresh = await freshnessBench({ latencyMs: o.latencyMs, quick: o.quick, log });
 
@@ -185,7 +203,11 @@ async function main(): Promise<void> {
     .filter((e): e is readonly [string, number] => e[1] !== undefined);
   const fastestRclone = rcloneTimes.sort((a, b) => a[1] - b[1])[0];
   const pages = Math.ceil(o.objects / 1000);
-  const detail = (name: string, field: string): number => med(timings[name], (t) => t.detail?.[field] ?? NaN)!;
+  const detail = (name: string, field: string, from = timings): number => med(from[name], (t) => t.detail?.[field] ?? NaN)!;
+  /** How a heal's time divides: listing and publish, each with its requests one after another (latencies deep). */
+  const split = (name: string, from = timings): string =>
+    `listing ${detail(name, 'listingS', from).toFixed(3)} s, ${detail(name, 'listingDepth', from)} deep (${detail(name, 'lists', from)} ListObjectsV2); ` +
+    `publish ${detail(name, 'publishS', from).toFixed(3)} s, ${detail(name, 'publishDepth', from)} deep`;
 
   const rows: Row[] = [
     { name: `raw floor: SDK ListObjectsV2 loop`, seconds: raw, floor: raw, requests: med(timings.raw, (t) => t.requests), note: `${pages} pages x ${o.latencyMs} ms = ${((pages * o.latencyMs) / 1000).toFixed(2)} s of latency alone` },
@@ -194,14 +216,14 @@ async function main(): Promise<void> {
       seconds: healSequential,
       floor: raw,
       requests: med(timings.healSequential, (t) => t.requests),
-      note: `listing ${detail('healSequential', 'listingS').toFixed(3)} s, publish ${detail('healSequential', 'publishS').toFixed(3)} s, ${detail('healSequential', 'entries')} entries`,
+      note: `${split('healSequential')}; ${detail('healSequential', 'entries')} entries`,
     },
     {
       name: `heal, parallel lister (${o.parallelism})`,
       seconds: healParallel,
       floor: raw,
       requests: med(timings.healParallel, (t) => t.requests),
-      note: `listing ${detail('healParallel', 'listingS').toFixed(3)} s (${detail('healParallel', 'lists')} ListObjectsV2), publish ${detail('healParallel', 'publishS').toFixed(3)} s`,
+      note: split('healParallel'),
     },
   ];
   if (rclone) {
@@ -209,6 +231,15 @@ async function main(): Promise<void> {
       rows.push({ name, seconds: med(timings[name]), floor: raw, requests: med(timings[name], (t) => t.requests), note: `${med(timings[name], (t) => t.objects)} files` });
     }
   } else if (o.rclone) rows.push({ name: 'rclone', note: 'not installed' });
+  if (second) {
+    const raw2 = med(second.raw)!;
+    rows.push(
+      { name: `at ${o.secondLatencyMs} ms per request`, note: `the same ${o.objects} objects` },
+      { name: '  raw floor', seconds: raw2, floor: raw2, requests: med(second.raw, (t) => t.requests) },
+      { name: '  heal, sequential', seconds: med(second.healSequential), floor: raw2, requests: med(second.healSequential, (t) => t.requests), note: split('healSequential', second) },
+      { name: `  heal, parallel (${o.parallelism})`, seconds: med(second.healParallel), floor: raw2, requests: med(second.healParallel, (t) => t.requests), note: split('healParallel', second) },
+    );
+  }
   if (moto) {
     const motoRaw = med(moto.raw)!;
     rows.push(
@@ -219,6 +250,9 @@ async function main(): Promise<void> {
     );
   }
 
+  // On latency alone (CPU free), a run takes its depth times the latency: the floor is as deep as it has pages.
+  const depthOf = (name: string, from = timings): number => detail(name, 'listingDepth', from) + detail(name, 'publishDepth', from);
+  const rawDepth = med(timings.raw, (t) => t.requests)!;
   const out: string[] = [];
   out.push(
     `S3 model: ${o.objects} objects (swamp layout), ${o.latencyMs} ms per request, medians of ${o.runs} run(s); ` +
@@ -227,6 +261,9 @@ async function main(): Promise<void> {
     '',
     table(rows),
     '',
+    `requests one after another (latencies deep) at ${o.latencyMs} ms: floor ${rawDepth} (${((rawDepth * o.latencyMs) / 1000).toFixed(2)} s), ` +
+      `heal sequential ${depthOf('healSequential')}, heal parallel ${depthOf('healParallel')} ` +
+      `(${((depthOf('healParallel') * o.latencyMs) / 1000).toFixed(2)} s: ${(rawDepth / depthOf('healParallel')).toFixed(2)}x the floor on latency alone)`,
     `index of ${index.entries} entries from a synthetic listing (child process): list ${(index.listMs / 1000).toFixed(2)} s, ` +
       `build ${(index.buildMs / 1000).toFixed(2)} s, serialise ${(index.serializeMs / 1000).toFixed(2)} s (${(index.indexBytes / 1048576).toFixed(0)} MiB JSON); ` +
       `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
@@ -254,6 +291,24 @@ async function main(): Promise<void> {
       rclone: Object.fromEntries(rcloneTimes),
       parallelSpeedup: raw / healParallel,
       sequentialOverFloor: healSequential / raw,
+      listingS: detail('healParallel', 'listingS'),
+      listingDepth: detail('healParallel', 'listingDepth'),
+      publishS: detail('healParallel', 'publishS'),
+      publishDepth: detail('healParallel', 'publishDepth'),
+      parallelDepth: depthOf('healParallel'),
+      latencyBoundSpeedup: rawDepth / depthOf('healParallel'),
+      second: second
+        ? {
+            latencyMs: o.secondLatencyMs,
+            rawSequentialS: med(second.raw),
+            healSequentialS: med(second.healSequential),
+            healParallelS: med(second.healParallel),
+            parallelSpeedup: med(second.raw)! / med(second.healParallel)!,
+            sequentialOverFloor: med(second.healSequential)! / med(second.raw)!,
+            listingDepth: detail('healParallel', 'listingDepth', second),
+            publishS: detail('healParallel', 'publishS', second),
+          }
+        : null,
       indexEntries: index.entries,
       bytesPerEntry1M: index.bytesPerEntry,
       peakRssMb1M: index.peakRssMb,

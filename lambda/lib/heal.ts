@@ -86,6 +86,9 @@ export interface HealReport {
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
+  const early = options.listing ? undefined : readLiveIndex(store, options.namespace ? { root, namespace: options.namespace } : { root });
+  early?.catch(() => undefined);
   const listing = options.listing ?? (await listScopes(store, base, lister, options.onListed));
   if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0 && (await holdsNothing(store, base))) {
     throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway');
@@ -94,11 +97,11 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
     const scope: IndexScope = { root, namespace: options.namespace };
-    scopes.push(await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options));
+    scopes.push(await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options, early));
   } else {
     for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
-      scopes.push(await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options));
+      scopes.push(await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, ns ? undefined : early));
     }
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs };
@@ -118,6 +121,8 @@ export async function healScope(
   shardPartitions: readonly string[] | undefined,
   listingStartedAt: number,
   options: HealOptions,
+  /** The live index as read already (while listing); not used when the listing saw shard files, which change how it is read. */
+  read?: Promise<LiveIndex>,
 ): Promise<ScopeReport> {
   const started = Date.now();
   const skew = options.clockSkewMs ?? 300_000;
@@ -167,15 +172,17 @@ export async function healScope(
     return healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable);
   };
 
+  const readAlready = shardPartitions?.length ? undefined : read;
   const name = describeScope(scope);
   if (options.mode === 'check') {
-    const live = await readLiveIndex(store, scope, shardPartitions);
+    const live = await (readAlready ?? readLiveIndex(store, scope, shardPartitions));
     const next = await plan(live);
     const entries = next ? next.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
     return report(scope, live, found!, indexable.size, { unshardable, refusedKeys }, entries, undefined, Date.now() - started);
   }
   const outcome = await publishIndex(store, scope, plan, {
     ...options.publish,
+    before: readAlready,
     shardPartitions,
     onEvent: (event) => {
       options.onEvent?.(name, event);

@@ -51,6 +51,8 @@ function describeHolder(lock: Partial<LockBody>): string {
 /** A held datastore lock; heartbeats every ttl/3 until released. */
 export class DatastoreLock {
   private etag: string;
+  /** When our last write of the lock (taking it, or a heartbeat) was sent: nobody may find it stale for ttlMs after. */
+  private confirmedAt = Date.now();
   private timer: NodeJS.Timeout | undefined;
   private lostFlag = false;
 
@@ -90,8 +92,13 @@ export class DatastoreLock {
       const text = JSON.stringify(body);
       if (conditional) {
         try {
+          const sent = Date.now();
           const result = await store.put(key, text, { ifNoneMatch: '*' });
-          if (result.status === 'written') return new DatastoreLock(store, key, body, result.etag, waits, true);
+          if (result.status === 'written') {
+            const lock = new DatastoreLock(store, key, body, result.etag, waits, true);
+            lock.confirmedAt = sent;
+            return lock;
+          }
         } catch (err) {
           if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
           conditional = false;
@@ -134,18 +141,34 @@ export class DatastoreLock {
   private async heartbeat(): Promise<void> {
     try {
       const text = JSON.stringify(this.body);
+      const sent = Date.now();
       const result = await this.store.put(this.key, text, { ifMatch: this.etag });
-      if (result.status === 'written') this.etag = result.etag;
-      else this.lostFlag = true;
+      if (result.status === 'written') {
+        this.etag = result.etag;
+        this.confirmedAt = sent;
+      } else this.lostFlag = true;
     } catch {
       // A failed renewal is retried at the next beat; the TTL is three beats long.
     }
   }
 
-  /** Releases the lock if it is still ours (nonce checked, then the exact version deleted). */
+  /**
+   * Releases the lock if it is still ours. While its last write is recent (well inside its ttl, so nobody
+   * may have taken it over) it is deleted at once with `If-Match` on that write's ETag: one round trip, and
+   * a lock that is someone else's by now has another ETag and stays. Otherwise, or when the store does not
+   * take that condition, it is read back, its nonce checked, and the exact version deleted.
+   */
   async release(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    if (this.conditional && !this.lostFlag && Date.now() - this.confirmedAt < this.body.ttlMs / 2) {
+      try {
+        await this.store.delete(this.key, this.etag, true);
+        return;
+      } catch {
+        // Not settled (no conditional deletes, or an error): fall back to reading it back.
+      }
+    }
     const current = await this.store.get(this.key);
     if (!current || parseLock(current.body).nonce !== this.body.nonce) return;
     await this.store.delete(this.key, this.conditional ? current.etag : undefined);

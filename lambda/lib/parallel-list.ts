@@ -12,7 +12,9 @@
  * slice turns out to hold more than a page and fewer slices are running than requests may be in flight,
  * the folder around the slice's position is probed (after that position; one level deeper next time when
  * it holds nothing to cut at) and the rest of the slice is cut at the sub-folders found, as often as makes
- * slices of a few pages. A sub-folder cut at becomes a slice that lists that folder alone (its prefix, so
+ * slices of a few pages. A slice of a whole folder is probed along with its first page, not after it, and a
+ * slice left in a big sub-folder after a cut is probed one level down at once: the listing fans out in
+ * fewer rounds one after another. A sub-folder cut at becomes a slice that lists that folder alone (its prefix, so
  * nothing is read past its end), then whatever lies between it and the next cut. A folder holding only
  * objects is cut by extrapolating the page just read: its keys, read as fractions over the characters they
  * use, say how far on another few pages' worth of keys should end.
@@ -401,8 +403,12 @@ class ParallelListing {
     }
   }
 
-  /** Cuts the rest of a slice into new slices: at sub-folders it already knows of, or found by probing around its position. */
-  private async split(slice: Slice): Promise<void> {
+  /**
+   * Cuts the rest of a slice into new slices: at sub-folders it already knows of, or found by probing around
+   * its position. `descending`: the slice is a full page into a folder whose siblings it just cut at, so
+   * its rest is big: it may be cut in up to half as many pieces as slices are wanted, however many run.
+   */
+  private async split(slice: Slice, descending = false): Promise<void> {
     const segment = slice.segments[0];
     if (segment === undefined) return;
     const inside = (bound: string): boolean => {
@@ -410,7 +416,7 @@ class ParallelListing {
       const hi = endOf(slice.segments[0]);
       return (lo === undefined || compareKeys(bound, lo) > 0) && (hi === undefined || compareKeys(bound, hi) < 0);
     };
-    const want = (): number => Math.max(1, this.target - this.unfinished);
+    const want = (): number => Math.max(descending ? Math.ceil(this.target / 2) : 1, this.target - this.unfinished);
     const known = slice.hints?.children.filter(inside) ?? [];
     if (known.length > 0) {
       const fine = spread(known, Math.min(want(), piecesOf(known.length, slice.hints!.folder, slice.recent, this.pageSize)));
@@ -431,9 +437,14 @@ class ParallelListing {
       folders.includes(deepest) && recent.length > 1 && recent.every((key) => key.startsWith(deepest) && key.indexOf('/', deepest.length) < 0);
     const targets = flat ? folders.filter((folder) => folder !== deepest) : folders;
     slice.splitting = true;
+    let descend = false;
     try {
       const from = slice.last ?? slice.after;
       const found = await Promise.all(targets.map((folder) => this.probe(folder, from)));
+      // A probe sent along with the slice's first page: that page too says how big the sub-folders are.
+      while (slice.recent.length === 0 && !slice.done && !this.stopped && this.failure === undefined) {
+        await new Promise<void>((resolve) => this.waiters.push(resolve));
+      }
       // Cut only the segment that was probed, from where the slice has got to by now.
       if (slice.done || this.stopped || slice.segments[0] !== segment) return;
       const probed = (folder: string | undefined): ListPage | undefined => (folder === undefined ? undefined : found[targets.indexOf(folder)]);
@@ -468,8 +479,15 @@ class ParallelListing {
       slice.depth = 0;
       const bounds = (list: string[]): string[] => [...new Set(list)].sort(compareKeys);
       this.cut(slice, bounds(fine), bounds(coarse), { folder: folders[folders.length - 1], children }, top);
+      // The probe saw every sub-folder of that folder left in the slice, and none is: the next probe goes a
+      // level deeper, at once when the slice's last page was full (its rest is big; waiting costs rounds).
+      if (top && !top.truncated && this.folderChain(slice)[0] === folders[0] && !top.prefixes.some(inside)) {
+        slice.depth = 1;
+        descend = slice.recent.length >= this.pageSize;
+      }
     } finally {
       slice.splitting = false;
+      if (descend && !slice.done) this.track(this.split(slice, true));
     }
   }
 
@@ -513,6 +531,8 @@ class ParallelListing {
     let previous = slice;
     for (const [after, segments, known] of made) {
       const next = this.slice(after, segments, known);
+      // A slice of a whole folder is probed at once, along with its first page, while slices are wanted.
+      if (after === undefined && !known && this.unfinished < this.target) this.track(this.split(next));
       previous.next = next;
       previous = next;
     }

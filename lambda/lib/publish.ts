@@ -29,6 +29,8 @@ export interface PublishOptions {
   readonly convergeRounds?: number;
   /** Partition files a listing saw under `_index/`: orphans to adopt on a shard-first scope, mirror files beside a monolith. */
   readonly shardPartitions?: readonly string[];
+  /** The live index as read already (e.g. while the scope was listed): the first read, not sent again. */
+  readonly before?: Promise<LiveIndex>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -69,6 +71,14 @@ function jitter(attempt: number): number {
   return cap / 2 + Math.random() * (cap / 2);
 }
 
+/** Reads a scope's monolith again, conditionally on the version `live` holds; a failure surfaces only where the read is used. */
+function rereadAlongside(store: S3Store, scope: IndexScope, live: LiveIndex, shardPartitions?: readonly string[]): Promise<LiveIndex> {
+  const known = live.state === 'valid' && live.etag ? { etag: live.etag, index: live.index } : undefined;
+  const read = readLiveIndex(store, scope, shardPartitions, known);
+  read.catch(() => undefined);
+  return read;
+}
+
 /** Key in the root's `_control/datastore-indexer/unreadable/<root | ns/<ns>>/` where an unreadable index object is kept before it is replaced. */
 export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = new Date()): string {
   const name = sourceKey.slice(scopeBase(scope).length).replace(/\//g, '~');
@@ -97,7 +107,7 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
   const maxAttempts = options.maxAttempts ?? 6;
   const rounds = options.convergeRounds ?? 2;
   const emit = options.onEvent ?? (() => undefined);
-  const before = await readLiveIndex(store, scope, options.shardPartitions);
+  const before = await (options.before ?? readLiveIndex(store, scope, options.shardPartitions));
   let live = before;
   let next = await plan(live);
   let keptCopy: string | undefined;
@@ -146,10 +156,18 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
 
   for (let round = 0; next && round <= rounds; round++) {
     if (round > 0) emit({ event: 'erased', round });
+    // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
+    // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
+    let recheck: Promise<LiveIndex> | undefined;
+    let early = conditional && planned?.live.layout === 'monolith' ? rereadAlongside(store, scope, planned.live, options.shardPartitions) : undefined;
     await withLock(store, rootBase(scope.root) + LOCK_KEY, lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
-        // Re-read under the lock: what was read before it may already be out of date.
-        live = await readLiveIndex(store, scope, options.shardPartitions);
+        // Re-read under the lock: what was read before it may already be out of date. The read made while
+        // taking it stands unless the lock had to be waited for or turned out to be the only protection.
+        const alongside = early;
+        early = undefined;
+        const reread = alongside && conditional && lock.waits === 0 ? await alongside : undefined;
+        live = reread?.layout === 'monolith' ? reread : await readLiveIndex(store, scope, options.shardPartitions);
         next = planned && sameVersion(planned.live, live) ? planned.next : await plan(live);
         planned = undefined;
         if (!next) return;
@@ -183,6 +201,11 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         if (result.status === 'written') {
           writes++;
           written = next;
+          // The re-check's read goes out with the lock's release, not after it.
+          if (round < rounds) {
+            recheck = readLiveIndex(store, scope, options.shardPartitions, known);
+            recheck.catch(() => undefined);
+          }
           return;
         }
         conflicts++;
@@ -200,7 +223,7 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     if (!written || round >= rounds) break;
     // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
     // Still exactly our write (same ETag), it is not parsed again and needs no new plan.
-    live = await readLiveIndex(store, scope, options.shardPartitions, known);
+    live = await (recheck ?? readLiveIndex(store, scope, options.shardPartitions, known));
     next = live.state === 'valid' && known && live.index === known.index ? undefined : await plan(live);
     planned = { live, next };
     known = undefined;

@@ -441,14 +441,20 @@ export class S3Store {
     }
   }
 
-  /** Deletes an object, optionally only that version (`If-Match`); a lost race is a result. */
-  async delete(key: string, ifMatch?: string): Promise<'deleted' | 'conflict'> {
+  /**
+   * Deletes an object, optionally only that version (`If-Match`); a lost race is a result. A store that
+   * rejects conditional deletes gets a plain delete, unless `strict`: then ConditionalWritesUnsupportedError.
+   */
+  async delete(key: string, ifMatch?: string, strict = false): Promise<'deleted' | 'conflict'> {
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key, IfMatch: ifMatch ? `"${ifMatch}"` : undefined }));
       return 'deleted';
     } catch (err) {
       if (ifMatch && isConflict(err)) return 'conflict';
       if (ifMatch && isNotFound(err)) return 'conflict';
+      if (ifMatch && isUnsupported(err) && strict) {
+        throw new ConditionalWritesUnsupportedError(`The store does not implement conditional deletes (DeleteObject ${key})`, undefined, { cause: err });
+      }
       if (ifMatch && isUnsupported(err)) return this.delete(key);
       throw translateError(err, 'DeleteObject', this.bucket, key);
     }

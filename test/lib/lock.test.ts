@@ -1,7 +1,19 @@
 /** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
-import { DatastoreLock, LockBusyError, type LockBody, healRoot, withLock } from '../../lambda/lib/internal';
+import { DatastoreLock, LockBusyError, type LockBody, S3Store, healRoot, withLock } from '../../lambda/lib/internal';
 import { lockBody } from '../helpers/factories';
-import { connectStore, listObjects, putObject, readIndex, readJson, readObject, seedDatastore, summarize, testStore } from '../helpers/s3';
+import {
+  connectStore,
+  faultyClient,
+  listObjects,
+  putObject,
+  readIndex,
+  readJson,
+  readObject,
+  seedDatastore,
+  summarize,
+  testStore,
+  trackRequests,
+} from '../helpers/s3';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -94,6 +106,54 @@ describe('DatastoreLock', () => {
     await putObject(store, 'L', theirs);
     await lock.release();
     expect((await readObject(store, 'L'))!.toString()).toBe(theirs);
+  });
+
+  it('releases a freshly written lock with one If-Match delete of its own version, without reading it back', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'L');
+    const etag = (await listObjects(store, 'L'))[0].etag;
+    const sent = trackRequests(store);
+    await lock.release();
+    expect(sent.map((r) => [r.op, r.ifMatch])).toEqual([['DeleteObject', `"${etag}"`]]);
+    expect(await readObject(store, 'L')).toBeUndefined();
+  });
+
+  it('a release that does not read back still never deletes a lock someone else holds now', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'L');
+    // Someone else's lock in its place: deleted and retaken, so another version (ETag) of the key.
+    const theirs = JSON.stringify(lockBody({ holder: 'swamp-cli', nonce: 'theirs' }));
+    await putObject(store, 'L', theirs);
+    const sent = trackRequests(store);
+    await lock.release();
+    expect(sent.map((r) => r.op)).toEqual(['DeleteObject']);
+    expect((await readObject(store, 'L'))!.toString()).toBe(theirs);
+  });
+
+  it('reads the lock back before deleting it when the store rejects conditional deletes, and still releases it', async () => {
+    const bucket = (await testStore()).bucket;
+    const rejected: string[] = [];
+    const client = faultyClient((request) => {
+      if (request.method !== 'DELETE' || !request.headers['if-match']) return undefined;
+      rejected.push(request.path);
+      return { status: 501, code: 'NotImplemented' };
+    });
+    const store = new S3Store(client, bucket);
+    const lock = await DatastoreLock.acquire(store, 'L');
+    await lock.release();
+    expect(rejected).toHaveLength(2); // the one-step release, then the read-back path's conditional delete
+    expect(store.requests.GetObject).toBe(1);
+    expect(await readObject(connectStore(bucket), 'L')).toBeUndefined();
+  });
+
+  it('reads the lock back before deleting it once its last write is older than half its ttl', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'L', { ttlMs: 600 });
+    await sleep(400);
+    const sent = trackRequests(store);
+    await lock.release();
+    expect(sent.map((r) => r.op)).toEqual(['GetObject', 'DeleteObject']);
+    expect(await readObject(store, 'L')).toBeUndefined();
   });
 });
 

@@ -3,9 +3,50 @@
  * under the lock is the same version, and the re-check after the write does not re-plan (or re-parse)
  * an index that is still exactly its own write. Anything else still re-plans.
  */
-import { type DatastoreIndex, type LiveIndex, emptyIndex, publishIndex } from '../../lambda/lib/internal';
+import { type DatastoreIndex, type GetOptions, type LiveIndex, S3Store, emptyIndex, healRoot, publishIndex, withLock } from '../../lambda/lib/internal';
 import { indexEntry } from '../helpers/factories';
-import { connectStore, putIndex, putObject, readIndex, summarize, testStore } from '../helpers/s3';
+import { connectStore, putIndex, putObject, readIndex, seedDatastore, summarize, testClient, testStore, trackRequests } from '../helpers/s3';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A store that notes the index reads sent, and which of them went out before its lock write was answered. */
+class WatchingStore extends S3Store {
+  readonly indexReads: { ifNoneMatch?: string; beforeLockTaken: boolean; beforeLockReleased: boolean }[] = [];
+  private lockTaken = false;
+  private lockReleased = false;
+
+  constructor(
+    bucket: string,
+    private readonly indexKey: string,
+    private readonly lockKey: string,
+  ) {
+    super(testClient(), bucket);
+  }
+
+  override async put(...args: Parameters<S3Store['put']>): ReturnType<S3Store['put']> {
+    if (args[0] !== this.lockKey) return super.put(...args);
+    // A slow lock write, so a read made after it was answered cannot pass for one made alongside.
+    await sleep(150);
+    const result = await super.put(...args);
+    this.lockTaken = true;
+    return result;
+  }
+
+  override async delete(...args: Parameters<S3Store['delete']>): ReturnType<S3Store['delete']> {
+    if (args[0] !== this.lockKey) return super.delete(...args);
+    await sleep(150);
+    const result = await super.delete(...args);
+    this.lockReleased = true;
+    return result;
+  }
+
+  override async get(key: string, options?: GetOptions): ReturnType<S3Store['get']> {
+    if (key === this.indexKey) {
+      this.indexReads.push({ ifNoneMatch: options?.ifNoneMatch, beforeLockTaken: !this.lockTaken, beforeLockReleased: !this.lockReleased });
+    }
+    return super.get(key, options);
+  }
+}
 
 /** A planner that adds `entries` to whatever is live, counting its calls. */
 function adding(...keys: string[]): { plan: (live: LiveIndex) => Promise<DatastoreIndex | undefined>; calls: LiveIndex[] } {
@@ -53,6 +94,91 @@ describe('publishIndex plans', () => {
 
     expect(planner.calls.map((live) => live.state)).toEqual(['absent', 'valid']);
     expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/client']);
+  });
+});
+
+describe('publishIndex round trips', () => {
+  it('re-reads the index while it takes the lock, conditionally, so an unchanged index is not downloaded again', async () => {
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+    const etag = await putIndex(store, 'p/.datastore-index.json', [indexEntry('data/old')]);
+    const watching = new WatchingStore(store.bucket, 'p/.datastore-index.json', 'p/.datastore.lock');
+    const planner = adding('data/a');
+
+    const outcome = await publishIndex(watching, scope, planner.plan, { convergeRounds: 0 });
+
+    expect(outcome).toMatchObject({ writes: 1, conflicts: 0 });
+    expect(planner.calls).toHaveLength(1);
+    expect(watching.indexReads.map(({ ifNoneMatch, beforeLockTaken }) => ({ ifNoneMatch, beforeLockTaken }))).toEqual([
+      { ifNoneMatch: undefined, beforeLockTaken: true },
+      { ifNoneMatch: etag, beforeLockTaken: true },
+    ]);
+    expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/old']);
+  });
+
+  it('sends the re-check after the write along with the release of the lock, and re-plans nothing when the write stands', async () => {
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+    const watching = new WatchingStore(store.bucket, 'p/.datastore-index.json', 'p/.datastore.lock');
+    const planner = adding('data/a');
+
+    const outcome = await publishIndex(watching, scope, planner.plan);
+
+    expect(outcome).toMatchObject({ writes: 1, conflicts: 0 });
+    expect(planner.calls).toHaveLength(1);
+    const written = (await store.head('p/.datastore-index.json'))!.etag;
+    const recheck = watching.indexReads[watching.indexReads.length - 1];
+    expect(watching.indexReads).toHaveLength(3);
+    expect(recheck).toEqual({ ifNoneMatch: written, beforeLockTaken: false, beforeLockReleased: true });
+    expect(await store.head('p/.datastore.lock')).toBeUndefined();
+  });
+
+  it('reads the index while the heal lists the root, once, and then only alongside the lock and for the re-check', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'early', objects: 8 });
+    await putIndex(store, seeded.indexKey(), [indexEntry(seeded.expectedEntries()[0].key, { size: seeded.expectedEntries()[0].size })]);
+    const healer = connectStore(store.bucket);
+    const sent = trackRequests(healer);
+
+    const report = await healRoot(healer, seeded.root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ published: true, conflicts: 0 });
+    const indexReads = sent.flatMap((r, i) => (r.op === 'GetObject' && r.key === seeded.indexKey() ? [i] : []));
+    const lastList = sent.map((r) => r.op).lastIndexOf('ListObjectsV2');
+    const lockTake = sent.findIndex((r) => r.op === 'PutObject' && r.key === 'early/.datastore.lock');
+    expect(indexReads).toHaveLength(3);
+    // sent before the listing's last page; the next one just before the lock is asked for (so answered alongside it)
+    expect(indexReads[0]).toBeLessThan(lastList);
+    expect(indexReads[1]).toBeGreaterThan(lastList);
+    expect(indexReads[1]).toBeLessThan(lockTake);
+    expect(sent[indexReads[1]].ifNoneMatch).toBeDefined();
+    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+  });
+
+  it('re-reads the index after the lock when it had to wait for it, and keeps what the holder wrote meanwhile', async () => {
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+    const holder = connectStore(store.bucket);
+    await putIndex(store, 'p/.datastore-index.json', [indexEntry('data/old')]);
+    const watching = new WatchingStore(store.bucket, 'p/.datastore-index.json', 'p/.datastore.lock');
+    const planner = adding('data/a');
+    // A client holds the lock and pushes while the publish waits for it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const client = withLock(holder, 'p/.datastore.lock', { holder: 'swamp-cli' }, async () => {
+      await held;
+      await putIndex(holder, 'p/.datastore-index.json', [indexEntry('data/old'), indexEntry('data/client')]);
+    });
+    await sleep(50);
+    setTimeout(release, 300);
+
+    const outcome = await publishIndex(watching, scope, planner.plan, { convergeRounds: 0 });
+    await client;
+
+    expect(outcome).toMatchObject({ writes: 1, conflicts: 0 });
+    expect(outcome.lockWaits).toBeGreaterThan(0);
+    expect(watching.indexReads.filter((r) => !r.beforeLockTaken)).toHaveLength(1);
+    expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/client', 'data/old']);
   });
 });
 
