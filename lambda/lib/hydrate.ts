@@ -1,6 +1,7 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, statSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { mapLimit } from './concurrency';
@@ -64,6 +65,7 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
   let bytes = 0;
   let done = 0;
   const settle = (): void => options.onProgress?.(++done, total);
+  const dirs = new Map<string, Promise<unknown>>();
 
   await mapLimit(index.entries.values(), options.concurrency ?? 16, async (entry) => {
     let path: string;
@@ -73,13 +75,14 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
       refused.push(entry.key);
       return settle();
     }
-    const local = await stat(path).catch(() => undefined);
+    // A stat made here, synchronously, costs microseconds; a hop to libuv's thread pool costs more.
+    const local = statSync(path, { throwIfNoEntry: false });
     if (local?.isFile() && local.size === entry.size) {
       present++;
       return settle();
     }
     try {
-      const size = await download(store, base + entry.key, path);
+      const size = await download(store, base + entry.key, path, dirs);
       bytes += size;
       pulled++;
     } catch (err) {
@@ -144,20 +147,60 @@ async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeRe
   return live.index;
 }
 
-async function download(store: S3Store, key: string, path: string): Promise<number> {
+/** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
+const BUFFERED_BODY_MAX = 1 << 20;
+
+/**
+ * Downloads an object to `<path>.datastore-indexer.part`, then renames it to `path`: a run killed midway
+ * leaves at most a `.part` file, which never counts as present.
+ */
+async function download(store: S3Store, key: string, path: string, dirs: Map<string, Promise<unknown>>): Promise<number> {
   const object = await store.open(key);
   if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
-  await mkdir(dirname(path), { recursive: true });
+  const expected = object.info.size;
   const part = `${path}.datastore-indexer.part`;
   try {
-    await pipeline(object.stream, createWriteStream(part));
-    const size = (await stat(part)).size;
+    await madeDir(dirs, dirname(path));
+    let size: number;
+    if (expected > 0 && expected <= BUFFERED_BODY_MAX) {
+      const chunks = await readBody(object.stream);
+      size = chunks.reduce((n, c) => n + c.length, 0);
+      // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
+      if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
+      await writeFile(part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    } else {
+      await pipeline(object.stream, createWriteStream(part));
+      size = (await stat(part)).size;
+    }
     await rename(part, path);
     return size;
   } catch (err) {
+    object.stream.destroy();
     await rm(part, { force: true });
     throw err;
   }
+}
+
+/** Makes a folder once per run: the files of a folder share one `mkdir`. */
+function madeDir(dirs: Map<string, Promise<unknown>>, dir: string): Promise<unknown> {
+  let made = dirs.get(dir);
+  if (!made) dirs.set(dir, (made = mkdir(dir, { recursive: true })));
+  return made;
+}
+
+/** The chunks of a body, once it has ended; rejects if it fails or closes first. */
+function readBody(stream: Readable): Promise<Buffer[]> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    stream.once('end', () => {
+      ended = true;
+      resolve(chunks);
+    });
+    stream.once('error', reject);
+    stream.once('close', () => ended || reject(new Error('the connection closed before the body ended')));
+  });
 }
 
 async function writeAtomically(path: string, body: Buffer): Promise<void> {
