@@ -5,6 +5,7 @@
  *
  * Alone, for choosing the default concurrency:
  *   npx tsx bench/hydrate.ts [--objects 5000] [--latency-ms 30] [--runs 3] [--concurrency 8,16,32,64] [--no-peers]
+ *                            [--baseline-cli <another checkout>/dist/cli/cli.js]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -105,9 +106,9 @@ function childEnv(): NodeJS.ProcessEnv {
 }
 
 /** `datastore-indexer hydrate` (the bundled command, as users run it) of the root into `dir`. */
-function hydrateCommand(target: Target, concurrency?: number): (dir: string) => Promise<ChildRun> {
+function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: string) => Promise<ChildRun> {
   return (dir) => {
-    const args = [CLI, 'hydrate', '--bucket', target.bucket, '--prefix', target.prefix, '--endpoint', target.endpoint, '--force-path-style'];
+    const args = [cli, 'hydrate', '--bucket', target.bucket, '--prefix', target.prefix, '--endpoint', target.endpoint, '--force-path-style'];
     args.push('--cache', dir, '--json');
     if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
     return timed(process.execPath, args, childEnv());
@@ -148,6 +149,8 @@ export interface HydrateBenchOptions {
   readonly concurrencies: readonly (number | undefined)[];
   /** Measure rclone copy and aws s3 sync too, where installed. */
   readonly peers: boolean;
+  /** Another build of the command (its `dist/cli/cli.js`) to measure at the default concurrency, e.g. main's. */
+  readonly baselineCli?: string;
 }
 
 /** The bucket and root the hydrate rows use (5,000 objects under `team` by default). */
@@ -170,6 +173,7 @@ export async function hydrateMeasures(
   await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
   const measures: Record<string, () => Promise<Timing>> = {};
   for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c));
+  if (o.baselineCli) measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli));
   const missing: string[] = [];
   const versions: string[] = [];
   if (o.peers) {
@@ -228,6 +232,7 @@ async function main(): Promise<void> {
       runs: { type: 'string', default: '3' },
       concurrency: { type: 'string' },
       'no-peers': { type: 'boolean' },
+      'baseline-cli': { type: 'string' },
     },
   });
   process.env.AWS_ACCESS_KEY_ID ??= 'bench';
@@ -239,7 +244,12 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()[0];
   const model = await startModelProcess(Number(values['latency-ms']));
   try {
-    const { measures, missing, versions } = await hydrateMeasures(model, { objects, concurrencies, peers: !values['no-peers'] });
+    const { measures, missing, versions } = await hydrateMeasures(model, {
+      objects,
+      concurrencies,
+      peers: !values['no-peers'],
+      baselineCli: values['baseline-cli'],
+    });
     const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
     for (let r = 0; r < runs; r++) {
       for (const [name, measure] of Object.entries(measures)) {

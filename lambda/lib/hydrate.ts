@@ -1,6 +1,6 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { createWriteStream, statSync } from 'node:fs';
+import { type Stats, createWriteStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -75,8 +75,7 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
       refused.push(entry.key);
       return settle();
     }
-    // A stat made here, synchronously, costs microseconds; a hop to libuv's thread pool costs more.
-    const local = statSync(path, { throwIfNoEntry: false });
+    const local = localFile(path);
     if (local?.isFile() && local.size === entry.size) {
       present++;
       return settle();
@@ -145,6 +144,16 @@ async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeRe
     );
   }
   return live.index;
+}
+
+/** The file at `path`, or undefined when none can be read there (absent, or a file stands where a folder should). */
+function localFile(path: string): Stats | undefined {
+  // Synchronous: a stat costs microseconds, less than a hop to libuv's thread pool.
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
 }
 
 /** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
