@@ -224,6 +224,39 @@ export function hydrateJson(timings: Record<string, Timing[]>, objects: number):
   };
 }
 
+/** What `hydrateBench` measured: the table's header line, its rows, and the figures for `--json`. */
+export interface HydrateBenchResult {
+  readonly header: string;
+  readonly table: string;
+  readonly json: Record<string, number | null>;
+}
+
+/** Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports medians. */
+export async function hydrateBench(model: ModelProcess, o: HydrateBenchOptions & { readonly runs: number }): Promise<HydrateBenchResult> {
+  const loadBefore = loadavg()[0];
+  const { measures, missing, versions } = await hydrateMeasures(model, o);
+  const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
+  for (let r = 0; r < o.runs; r++) {
+    for (const [name, measure] of Object.entries(measures)) {
+      const t = await measure();
+      timings[name].push(t);
+      const d = t.detail!;
+      process.stderr.write(
+        `  run ${r + 1}/${o.runs} ${name}: ${t.seconds.toFixed(3)} s, ${t.objects} files, ${d.userS.toFixed(2)} + ${d.sysS.toFixed(2)} s CPU, ` +
+          `${t.requests} requests (${d.GetObject ?? 0} GET, ${d.HeadObject ?? 0} HEAD), load ${loadavg()[0].toFixed(1)}\n`,
+      );
+    }
+  }
+  return {
+    header:
+      `hydrate into an empty folder: ${o.objects} objects under ${HYDRATE_TARGET.prefix}/ (index absent), ${model.latencyMs} ms per request, ` +
+      `medians of ${o.runs} run(s), CPU = user + sys of the child; load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}` +
+      (versions.length ? `; ${versions.join('; ')}` : ''),
+    table: table(hydrateRows(timings, Object.keys(measures), missing)),
+    json: hydrateJson(timings, o.objects),
+  };
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -238,34 +271,17 @@ async function main(): Promise<void> {
   process.env.AWS_ACCESS_KEY_ID ??= 'bench';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'bench';
   process.env.AWS_REGION ??= 'us-east-1';
-  const concurrencies = values.concurrency ? values.concurrency.split(',').map(Number) : [undefined];
-  const objects = Number(values.objects);
-  const runs = Number(values.runs);
-  const loadBefore = loadavg()[0];
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const model = await startModelProcess(Number(values['latency-ms']));
   try {
-    const { measures, missing, versions } = await hydrateMeasures(model, {
-      objects,
-      concurrencies,
+    const result = await hydrateBench(model, {
+      objects: Number(values.objects),
+      runs: Number(values.runs),
+      concurrencies: values.concurrency ? values.concurrency.split(',').map(Number) : [undefined],
       peers: !values['no-peers'],
       baselineCli: values['baseline-cli'],
     });
-    const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
-    for (let r = 0; r < runs; r++) {
-      for (const [name, measure] of Object.entries(measures)) {
-        const t = await measure();
-        timings[name].push(t);
-        process.stderr.write(
-          `  run ${r + 1}/${runs} ${name}: ${t.seconds.toFixed(3)} s, ${t.objects} files, ${t.detail!.userS.toFixed(2)} + ${t.detail!.sysS.toFixed(2)} s CPU, ${t.requests} requests (${t.detail!.GetObject ?? 0} GET, ${t.detail!.HeadObject ?? 0} HEAD), load ${loadavg()[0].toFixed(1)}\n`,
-        );
-      }
-    }
-    process.stdout.write(
-      `S3 model: ${objects} objects under ${HYDRATE_TARGET.prefix}/, ${values['latency-ms']} ms per request, medians of ${runs} run(s); ` +
-        `${cpus().length} CPUs, load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; node ${process.version}; ${versions.join('; ')}\n\n` +
-        `${table(hydrateRows(timings, Object.keys(measures), missing))}\n`,
-    );
-    process.stdout.write(`${JSON.stringify(hydrateJson(timings, objects))}\n`);
+    process.stdout.write(`${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`);
   } finally {
     await model.stop();
   }
