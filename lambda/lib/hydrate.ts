@@ -174,11 +174,14 @@ async function download(store: S3Store, key: string, path: string, dirs: Map<str
   if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
   const expected = object.info.size;
   const part = `${path}.datastore-indexer.part`;
+  // Read from the start, so that an error of the body is always heard, even while the folder is being made.
+  const body = expected > 0 && expected <= BUFFERED_BODY_MAX ? readBody(object.stream) : undefined;
+  body?.catch(() => undefined); // awaited below
   try {
     await madeDir(dirs, dirname(path));
     let size: number;
-    if (expected > 0 && expected <= BUFFERED_BODY_MAX) {
-      const chunks = await readBody(object.stream);
+    if (body) {
+      const chunks = await body;
       size = chunks.reduce((n, c) => n + c.length, 0);
       // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
       if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
