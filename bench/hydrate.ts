@@ -115,8 +115,11 @@ function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: 
   };
 }
 
-/** `rclone copy --transfers 32` of the root into `dir`, through a remote configured from the environment. */
-function rcloneCopy(target: Target): (dir: string) => Promise<ChildRun> {
+/**
+ * `rclone copy --transfers 32` of the root into `dir`, through a remote configured from the environment; with
+ * `--fast-list` it lists the root in one recursive walk rather than a listing per folder.
+ */
+function rcloneCopy(target: Target, fastList = false): (dir: string) => Promise<ChildRun> {
   const env: NodeJS.ProcessEnv = {
     ...childEnv(),
     RCLONE_CONFIG_BENCH_TYPE: 's3',
@@ -127,7 +130,8 @@ function rcloneCopy(target: Target): (dir: string) => Promise<ChildRun> {
     RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
     RCLONE_CONFIG_BENCH_LIST_VERSION: '2',
   };
-  return (dir) => timed('rclone', ['copy', '--transfers', '32', `bench:${target.bucket}/${target.prefix}`, dir], env);
+  const flags = ['--transfers', '32', ...(fastList ? ['--fast-list'] : [])];
+  return (dir) => timed('rclone', ['copy', ...flags, `bench:${target.bucket}/${target.prefix}`, dir], env);
 }
 
 /** `aws s3 sync` (its defaults) of the root into `dir`. */
@@ -182,6 +186,7 @@ export async function hydrateMeasures(
     if (rclone) {
       versions.push(rclone);
       measures['rclone copy --transfers 32'] = () => intoEmptyFolder(model, target, rcloneCopy(target));
+      measures['rclone copy --transfers 32 --fast-list'] = () => intoEmptyFolder(model, target, rcloneCopy(target, true));
     } else missing.push('rclone copy: skipped, rclone is not installed (apt-get install -y rclone)');
     if (aws) {
       versions.push(aws.split(' ')[0]);
@@ -220,6 +225,7 @@ export function hydrateJson(timings: Record<string, Timing[]>, objects: number):
     hydrateCpuMsPerFile: med(timings.hydrate, (t) => t.detail!.cpuMsPerFile) ?? null,
     rcloneCopyS: s('rclone copy --transfers 32'),
     rcloneCopyCpuMsPerFile: med(timings['rclone copy --transfers 32'], (t) => t.detail!.cpuMsPerFile) ?? null,
+    rcloneCopyFastListS: s('rclone copy --transfers 32 --fast-list'),
     awsS3SyncS: s('aws s3 sync'),
   };
 }
