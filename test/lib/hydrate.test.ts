@@ -149,6 +149,25 @@ describe('hydrateCache, downloads that go wrong', () => {
     expect((await readFile(join(cacheDir, 'logs/a.log'))).toString()).toBe('aaaaaaaaaa');
   });
 
+  it('retries a throttled download and counts each attempt, from the first download on', async () => {
+    const store = await testStore();
+    await putObjects(store, { 'r/logs/a.log': 'aaa', 'r/logs/b.log': 'bbbb' });
+    const index = datastoreIndex([indexEntry('logs/a.log', { size: 3 }), indexEntry('logs/b.log', { size: 4 })]);
+    const cacheDir = join(tmp, 'cache');
+    let throttled = 0;
+    const flaky = new S3Store(
+      faultyClient((r) => (r.method === 'GET' && throttled++ < 2 ? { status: 503, code: 'SlowDown' } : undefined)),
+      store.bucket,
+    );
+
+    const report = await hydrateCache(flaky, scope(store.bucket), index, { cacheDir, concurrency: 1 });
+
+    expect(report).toMatchObject({ pulled: 2, present: 0, failed: [] });
+    expect(flaky.requests.GetObject).toBe(4);
+    expect((await readFile(join(cacheDir, 'logs/a.log'))).toString()).toBe('aaa');
+    expect((await readFile(join(cacheDir, 'logs/b.log'))).toString()).toBe('bbbb');
+  });
+
   it('fails every file of a folder it cannot make (a file stands in its place) and pulls the others', async () => {
     const store = await testStore();
     await putObjects(store, { 'r/logs/a.log': 'a', 'r/logs/b.log': 'b', 'r/logs/c.log': 'c', 'r/data/x': 'x' });
