@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister, sequentialLister } from '../lambda/lib';
 import { freshnessBench } from './freshness';
+import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
 import { type Row, median, table } from './report';
@@ -24,6 +25,7 @@ import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneL
 
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
+                       [--hydrate-objects N]
                        [--quick] [--json]`;
 
 interface Options {
@@ -37,6 +39,8 @@ interface Options {
   /** Objects of the root a real parallel heal is measured on for its peak RSS; 0 skips it. */
   readonly healEntries: number;
   readonly motoObjects: number;
+  /** Objects of the root the hydrate rows download (bench/hydrate.ts); 0 skips them. */
+  readonly hydrateObjects: number;
   readonly rclone: boolean;
   readonly json: boolean;
   readonly quick: boolean;
@@ -53,6 +57,7 @@ function options(): Options {
       'index-entries': { type: 'string' },
       'heal-entries': { type: 'string' },
       'moto-objects': { type: 'string' },
+      'hydrate-objects': { type: 'string' },
       'no-moto': { type: 'boolean' },
       'no-rclone': { type: 'boolean' },
       quick: { type: 'boolean' },
@@ -81,6 +86,7 @@ function options(): Options {
     indexEntries: int('index-entries', quick ? 200_000 : 1_000_000),
     healEntries: int('heal-entries', quick ? 0 : 1_000_000, 0),
     motoObjects: values['no-moto'] ? 0 : int('moto-objects', quick ? 300 : 2_000, 0),
+    hydrateObjects: int('hydrate-objects', quick ? 1_000 : 5_000, 0),
     rclone: !values['no-rclone'],
     json: values.json ?? false,
     quick,
@@ -145,6 +151,7 @@ async function main(): Promise<void> {
   const rclone = o.rclone ? rcloneVersion() : undefined;
   let timings: Record<string, Timing[]>;
   let fullHeal: Record<string, number> | undefined;
+  let hydrate: HydrateBenchResult | undefined;
   const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 16': { checkers: 16 } };
   try {
     await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
@@ -160,6 +167,10 @@ async function main(): Promise<void> {
       }
     }
     timings = await rounds(o.runs, measures);
+    if (o.hydrateObjects > 0) {
+      log(`s3-model: hydrate, rclone copy and aws s3 sync of ${o.hydrateObjects} objects`);
+      hydrate = await hydrateBench(model, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
+    }
     if (o.healEntries > 0) {
       log(`s3-model: a parallel heal of ${o.healEntries} objects in a child process, for its peak RSS`);
       await model.seed('bench-large', { count: o.healEntries, prefix: target.prefix, layout: 'swamp' });
@@ -276,6 +287,7 @@ async function main(): Promise<void> {
     );
   }
   out.push('', fresh.table);
+  if (hydrate) out.push('', hydrate.header, '', hydrate.table);
   process.stdout.write(`${out.join('\n')}\n`);
   if (o.json) {
     const result = {
@@ -321,6 +333,7 @@ async function main(): Promise<void> {
         ? { objects: o.motoObjects, rawSequentialS: med(moto.raw), healSequentialS: med(moto.healSequential), healParallelS: med(moto.healParallel) }
         : null,
       ...fresh.json,
+      ...(hydrate?.json ?? { hydrateS: null, hydrateCpuMsPerFile: null, rcloneCopyS: null, awsS3SyncS: null }),
       cpus: cpus().length,
       loadAverage: [loadBefore, loadavg()[0]],
     };

@@ -15,6 +15,7 @@ import { resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import {
   ConfigError,
+  DEFAULT_HYDRATE_CONCURRENCY,
   type DatastoreRoot,
   type PublishEvent,
   S3Store,
@@ -47,7 +48,8 @@ interface DatastoreFlags {
 interface HydrateFlags extends DatastoreFlags {
   readonly allowEmpty?: true;
   readonly cache: string;
-  readonly concurrency: number;
+  /** Parallel downloads (and HEADs of the heal); the library's defaults when absent. */
+  readonly concurrency?: number;
   readonly lockWait: number;
 }
 
@@ -273,7 +275,7 @@ function program(): Command {
       ),
   )
     .requiredOption('--cache <dir>', 'the local cache folder to fill', folder)
-    .option('--concurrency <n>', 'parallel downloads', wholeNumber(1, 256), 16)
+    .option('--concurrency <n>', `parallel downloads (default: ${DEFAULT_HYDRATE_CONCURRENCY})`, wholeNumber(1, 256))
     .option(...LOCK_WAIT)
     .option(...ALLOW_EMPTY)
     .addHelpText(

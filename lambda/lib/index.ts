@@ -62,6 +62,7 @@ export {
   type HealAndHydrateReport,
   type HydrateOptions,
   type HydrateReport,
+  DEFAULT_HYDRATE_CONCURRENCY,
   healAndHydrate,
   hydrateCache,
 } from './hydrate';

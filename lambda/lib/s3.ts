@@ -371,10 +371,20 @@ export class S3Store {
     }
   }
 
-  /** Opens an object as a stream, or undefined when it does not exist. */
+  /** GetObject's middleware as resolved for the first `open`; see there. */
+  private openHandler?: ReturnType<GetObjectCommand['resolveMiddleware']>;
+
+  /**
+   * Opens an object as a stream, or undefined when it does not exist. Made for many calls (a hydrate makes
+   * thousands): the client's middleware is resolved once, on the first call, rather than on each `send`
+   * (what the SDK's `cacheMiddleware` does, for this command only); middleware added to the client later
+   * does not apply to `open`.
+   */
   async open(key: string): Promise<{ stream: Readable; info: ObjectInfo } | undefined> {
     try {
-      const out = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      const command = new GetObjectCommand({ Bucket: this.bucket, Key: key });
+      this.openHandler ??= command.resolveMiddleware(this.client.middlewareStack, this.client.config, undefined);
+      const { output: out } = await this.openHandler(command);
       return {
         stream: out.Body as Readable,
         info: { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) },

@@ -183,6 +183,11 @@ describe('datastore-indexer hydrate', () => {
     expect(killed.signal).toBe('SIGKILL');
     expect(landed).toBeGreaterThanOrEqual(5);
     expect(landed).toBeLessThan(150);
+    // AND every file at its final name is whole: an unfinished download is only ever a part file
+    const tree = readTree(cache);
+    const parts = [...tree.keys()].filter((rel) => rel.endsWith('.datastore-indexer.part'));
+    parts.forEach((rel) => tree.delete(rel));
+    expect(asComparable(tree)).toEqual(asComparable(new Map([...tree.keys()].map((rel) => [rel, bodies[rel]]))));
 
     // THEN the next run pulls exactly the rest
     const resumed = await runCli(args);

@@ -2,9 +2,9 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type DatastoreIndex, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex } from '../../lambda/lib/internal';
+import { type DatastoreIndex, S3Store, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex } from '../../lambda/lib/internal';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
-import { connectStore, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
+import { connectStore, faultyClient, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
 
 let tmp: string;
 beforeEach(async () => {
@@ -123,6 +123,66 @@ describe('hydrateCache', () => {
     expect(report).toMatchObject({ pulled: 2, present: 0, refused: [] });
     expect(report.failed).toEqual([{ key: 'logs/gone.log', error: expect.stringMatching(/gone \(404\)/) }]);
     expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'logs/a.log', 'logs/b.log']);
+  });
+});
+
+describe('hydrateCache, downloads that go wrong', () => {
+  const scope = (bucket: string) => ({ root: { bucket, prefix: 'r' } });
+
+  it('fails a body of another size than announced, leaving neither the file nor its part file; the next run pulls it', async () => {
+    const store = await testStore();
+    await putObjects(store, { 'r/logs/a.log': 'aaaaaaaaaa', 'r/logs/b.log': 'bbbb' });
+    const index = datastoreIndex([indexEntry('logs/a.log', { size: 10 }), indexEntry('logs/b.log', { size: 4 })]);
+    const cacheDir = join(tmp, 'cache');
+    const cut = (announced: string, body: string) =>
+      new S3Store(
+        faultyClient((r) => (r.method === 'GET' && r.path.endsWith('/r/logs/a.log') ? { status: 200, headers: { 'content-length': announced }, body } : undefined)),
+        store.bucket,
+      );
+
+    const short = await hydrateCache(cut('10', 'aaaaa'), scope(store.bucket), index, { cacheDir });
+    const long = await hydrateCache(cut('3', 'aaaaaaaaaa'), scope(store.bucket), index, { cacheDir });
+
+    expect(short).toMatchObject({ pulled: 1, present: 0, failed: [{ key: 'logs/a.log', error: expect.stringMatching(/sent 5 bytes of the 10 announced/) }] });
+    expect(long).toMatchObject({ pulled: 0, present: 1, failed: [{ key: 'logs/a.log', error: expect.stringMatching(/sent 10 bytes of the 3 announced/) }] });
+    expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'logs/b.log']);
+    const again = await hydrateCache(connectStore(store.bucket), scope(store.bucket), index, { cacheDir });
+    expect(again).toMatchObject({ pulled: 1, present: 1, failed: [] });
+    expect((await readFile(join(cacheDir, 'logs/a.log'))).toString()).toBe('aaaaaaaaaa');
+  });
+
+  it('retries a throttled download and counts each attempt, from the first download on', async () => {
+    const store = await testStore();
+    await putObjects(store, { 'r/logs/a.log': 'aaa', 'r/logs/b.log': 'bbbb' });
+    const index = datastoreIndex([indexEntry('logs/a.log', { size: 3 }), indexEntry('logs/b.log', { size: 4 })]);
+    const cacheDir = join(tmp, 'cache');
+    let throttled = 0;
+    const flaky = new S3Store(
+      faultyClient((r) => (r.method === 'GET' && throttled++ < 2 ? { status: 503, code: 'SlowDown' } : undefined)),
+      store.bucket,
+    );
+
+    const report = await hydrateCache(flaky, scope(store.bucket), index, { cacheDir, concurrency: 1 });
+
+    expect(report).toMatchObject({ pulled: 2, present: 0, failed: [] });
+    expect(flaky.requests.GetObject).toBe(4);
+    expect((await readFile(join(cacheDir, 'logs/a.log'))).toString()).toBe('aaa');
+    expect((await readFile(join(cacheDir, 'logs/b.log'))).toString()).toBe('bbbb');
+  });
+
+  it('fails every file of a folder it cannot make (a file stands in its place) and pulls the others', async () => {
+    const store = await testStore();
+    await putObjects(store, { 'r/logs/a.log': 'a', 'r/logs/b.log': 'b', 'r/logs/c.log': 'c', 'r/data/x': 'x' });
+    const index = datastoreIndex(['logs/a.log', 'logs/b.log', 'logs/c.log', 'data/x'].map((k) => indexEntry(k, { size: 1 })));
+    const cacheDir = join(tmp, 'cache');
+    await mkdir(cacheDir, { recursive: true });
+    await writeFile(join(cacheDir, 'logs'), 'a file where a folder should be');
+
+    const report = await hydrateCache(connectStore(store.bucket), scope(store.bucket), index, { cacheDir, concurrency: 3 });
+
+    expect(report).toMatchObject({ pulled: 1, present: 0, refused: [] });
+    expect(report.failed.map((f) => f.key)).toEqual(['logs/a.log', 'logs/b.log', 'logs/c.log']);
+    expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'data/x', 'logs']);
   });
 });
 

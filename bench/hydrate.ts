@@ -1,0 +1,301 @@
+/**
+ * The hydrate rows of the benchmark: `datastore-indexer hydrate` of an unindexed root (heal, then download
+ * every file), `rclone copy --transfers 32` and `aws s3 sync` of the same root on the S3 model, each into an
+ * empty folder, each a child process whose CPU time (user + sys, from the shell's `times`) is counted.
+ *
+ * Alone, for choosing the default concurrency:
+ *   npx tsx bench/hydrate.ts [--objects 5000] [--latency-ms 30] [--runs 3] [--concurrency 8,16,32,64] [--no-peers]
+ *                            [--baseline-cli <another checkout>/dist/cli/cli.js]
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { type ModelProcess, startModelProcess } from './model';
+import { type Row, median, table } from './report';
+import { type Target, type Timing, unindex } from './rows';
+
+const REPO = join(__dirname, '..');
+const CLI = join(REPO, 'dist', 'cli', 'cli.js');
+
+/** A child's run: wall seconds, CPU seconds (user, sys) of it and its children, and its stdout. */
+interface ChildRun {
+  readonly seconds: number;
+  readonly userS: number;
+  readonly sysS: number;
+  readonly stdout: string;
+}
+
+/** `1m2.5s` (the shell's `times`) in seconds. */
+function shellSeconds(text: string): number {
+  const m = /^(\d+)m([\d.]+)s$/.exec(text.trim());
+  if (!m) throw new Error(`unexpected times output: ${text}`);
+  return Number(m[1]) * 60 + Number(m[2]);
+}
+
+/** Runs a command under `sh`, whose `times` then gives the command's CPU (user and sys, children included). */
+async function timed(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<ChildRun> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-times-'));
+  const timesFile = join(dir, 'times');
+  try {
+    const script = 'f=$1; shift; "$@"; s=$?; times > "$f"; exit $s';
+    return await new Promise<ChildRun>((resolve, reject) => {
+      const started = performance.now();
+      const child = spawn('sh', ['-c', script, 'sh', timesFile, command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+      child.on('error', reject);
+      child.on('exit', (code) => {
+        const seconds = (performance.now() - started) / 1000;
+        if (code !== 0) return reject(new Error(`${command} exited with ${code}: ${stderr.trim()}`));
+        readFile(timesFile, 'utf8').then((times) => {
+          // Line 1: the shell's own times; line 2: its children's, the command's.
+          const [userS, sysS] = times.trim().split('\n')[1].trim().split(/\s+/).map(shellSeconds);
+          resolve({ seconds, userS, sysS, stdout });
+        }, reject);
+      });
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Regular files under `dir`, recursively. */
+async function countFiles(dir: string): Promise<number> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => e.isFile()).length;
+}
+
+/** A child's run as a Timing: files, and CPU per file in `detail`. */
+function timing(run: ChildRun, files: number, counts: Record<string, number>): Timing {
+  const cpuMs = (run.userS + run.sysS) * 1000;
+  return {
+    seconds: run.seconds,
+    objects: files,
+    requests: Object.values(counts).reduce((a, b) => a + b, 0),
+    detail: { ...counts, userS: run.userS, sysS: run.sysS, cpuMsPerFile: files > 0 ? cpuMs / files : NaN, filesPerS: files / run.seconds },
+  };
+}
+
+/** Runs `copy` into an empty folder of an unindexed root, counting the model's requests and the files written. */
+async function intoEmptyFolder(model: ModelProcess, target: Target, copy: (dir: string) => Promise<ChildRun>): Promise<Timing> {
+  await unindex(target);
+  const dir = await mkdtemp(join(tmpdir(), 'bench-hydrate-'));
+  try {
+    await model.reset();
+    const run = await copy(dir);
+    const counts = (await model.counts()) as Record<string, number>;
+    return timing(run, await countFiles(dir), counts);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await unindex(target);
+  }
+}
+
+/** The environment every child gets: the bench's credentials, no instance metadata lookups. */
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, AWS_EC2_METADATA_DISABLED: 'true' };
+  delete env.AWS_PROFILE;
+  delete env.AWS_CA_BUNDLE;
+  delete env.NODE_OPTIONS;
+  return env;
+}
+
+/** `datastore-indexer hydrate` (the bundled command, as users run it) of the root into `dir`. */
+function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: string) => Promise<ChildRun> {
+  return (dir) => {
+    const args = [cli, 'hydrate', '--bucket', target.bucket, '--prefix', target.prefix, '--endpoint', target.endpoint, '--force-path-style'];
+    args.push('--cache', dir, '--json');
+    if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
+    return timed(process.execPath, args, childEnv());
+  };
+}
+
+/**
+ * `rclone copy --transfers 32` of the root into `dir`, through a remote configured from the environment; with
+ * `--fast-list` it lists the root in one recursive walk rather than a listing per folder.
+ */
+function rcloneCopy(target: Target, fastList = false): (dir: string) => Promise<ChildRun> {
+  const env: NodeJS.ProcessEnv = {
+    ...childEnv(),
+    RCLONE_CONFIG_BENCH_TYPE: 's3',
+    RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
+    RCLONE_CONFIG_BENCH_ENDPOINT: target.endpoint,
+    RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'bench',
+    RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'bench',
+    RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
+    RCLONE_CONFIG_BENCH_LIST_VERSION: '2',
+  };
+  const flags = ['--transfers', '32', ...(fastList ? ['--fast-list'] : [])];
+  return (dir) => timed('rclone', ['copy', ...flags, `bench:${target.bucket}/${target.prefix}`, dir], env);
+}
+
+/** `aws s3 sync` (its defaults) of the root into `dir`. */
+function awsSync(target: Target): (dir: string) => Promise<ChildRun> {
+  return (dir) =>
+    timed('aws', ['s3', 'sync', `s3://${target.bucket}/${target.prefix}`, dir, '--endpoint-url', target.endpoint, '--only-show-errors', '--no-progress'], childEnv());
+}
+
+/** The first line of `<tool> --version`, or undefined when the tool is not on the PATH. */
+export function toolVersion(tool: 'rclone' | 'aws'): string | undefined {
+  const probe = spawnSync(tool, tool === 'rclone' ? ['version'] : ['--version'], { encoding: 'utf8' });
+  return probe.status === 0 ? `${probe.stdout}${probe.stderr}`.split('\n')[0].trim() : undefined;
+}
+
+/** What to measure. */
+export interface HydrateBenchOptions {
+  readonly objects: number;
+  /** Concurrencies of our hydrate to measure; `undefined` is the command's default. */
+  readonly concurrencies: readonly (number | undefined)[];
+  /** Measure rclone copy and aws s3 sync too, where installed. */
+  readonly peers: boolean;
+  /** Another build of the command (its `dist/cli/cli.js`) to measure at the default concurrency, e.g. main's. */
+  readonly baselineCli?: string;
+}
+
+/** The bucket and root the hydrate rows use (5,000 objects under `team` by default). */
+export const HYDRATE_TARGET = { bucket: 'bench-hydrate', prefix: 'team' } as const;
+
+const oursName = (c: number | undefined): string => (c === undefined ? 'hydrate' : `hydrate --concurrency ${c}`);
+
+/**
+ * Seeds the hydrate bucket on the model and returns the measures (our hydrate at each concurrency, and the
+ * peers that are installed), plus a note for each peer that is not.
+ */
+export async function hydrateMeasures(
+  model: ModelProcess,
+  o: HydrateBenchOptions,
+): Promise<{ measures: Record<string, () => Promise<Timing>>; missing: string[]; versions: string[] }> {
+  // Bundled now, so the command measured is the source's.
+  const built = spawnSync(process.execPath, [join(REPO, 'bin', 'bundle.mjs')], { cwd: REPO, encoding: 'utf8' });
+  if (built.status !== 0 || !existsSync(CLI)) throw new Error(`npm run bundle failed: ${built.stderr}`);
+  const target: Target = { endpoint: model.endpoint, ...HYDRATE_TARGET };
+  await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
+  const measures: Record<string, () => Promise<Timing>> = {};
+  for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c));
+  if (o.baselineCli) measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli));
+  const missing: string[] = [];
+  const versions: string[] = [];
+  if (o.peers) {
+    const rclone = toolVersion('rclone');
+    const aws = toolVersion('aws');
+    if (rclone) {
+      versions.push(rclone);
+      measures['rclone copy --transfers 32'] = () => intoEmptyFolder(model, target, rcloneCopy(target));
+      measures['rclone copy --transfers 32 --fast-list'] = () => intoEmptyFolder(model, target, rcloneCopy(target, true));
+    } else missing.push('rclone copy: skipped, rclone is not installed (apt-get install -y rclone)');
+    if (aws) {
+      versions.push(aws.split(' ')[0]);
+      measures['aws s3 sync'] = () => intoEmptyFolder(model, target, awsSync(target));
+    } else missing.push('aws s3 sync: skipped, the AWS CLI is not installed (apt-get install -y awscli)');
+  }
+  return { measures, missing, versions };
+}
+
+const med = (timings: readonly Timing[] | undefined, pick: (t: Timing) => number = (t) => t.seconds): number | undefined =>
+  timings && timings.length ? median(timings.map(pick)) : undefined;
+
+/** Table rows for the hydrate measures: seconds (speedup against rclone copy), files/s, CPU per file. */
+export function hydrateRows(timings: Record<string, Timing[]>, names: readonly string[], missing: readonly string[]): Row[] {
+  const floor = med(timings['rclone copy --transfers 32']);
+  const rows: Row[] = names.map((name) => {
+    const t = timings[name];
+    const cpu = `${med(t, (x) => x.detail!.userS)!.toFixed(2)} + ${med(t, (x) => x.detail!.sysS)!.toFixed(2)} s CPU`;
+    return {
+      name,
+      seconds: med(t),
+      floor,
+      requests: med(t, (x) => x.requests),
+      note: `${med(t, (x) => x.objects)} files, ${med(t, (x) => x.detail!.filesPerS)!.toFixed(0)} files/s, ${cpu}, ${med(t, (x) => x.detail!.cpuMsPerFile)!.toFixed(2)} ms CPU per file`,
+    };
+  });
+  return [...rows, ...missing.map((note) => ({ name: note.split(':')[0], note: note.slice(note.indexOf(':') + 2) }))];
+}
+
+/** The hydrate figures of `--json`. */
+export function hydrateJson(timings: Record<string, Timing[]>, objects: number): Record<string, number | null> {
+  const s = (name: string): number | null => med(timings[name]) ?? null;
+  return {
+    hydrateObjects: objects,
+    hydrateS: s('hydrate'),
+    hydrateCpuMsPerFile: med(timings.hydrate, (t) => t.detail!.cpuMsPerFile) ?? null,
+    rcloneCopyS: s('rclone copy --transfers 32'),
+    rcloneCopyCpuMsPerFile: med(timings['rclone copy --transfers 32'], (t) => t.detail!.cpuMsPerFile) ?? null,
+    rcloneCopyFastListS: s('rclone copy --transfers 32 --fast-list'),
+    awsS3SyncS: s('aws s3 sync'),
+  };
+}
+
+/** What `hydrateBench` measured: the table's header line, its rows, and the figures for `--json`. */
+export interface HydrateBenchResult {
+  readonly header: string;
+  readonly table: string;
+  readonly json: Record<string, number | null>;
+}
+
+/** Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports medians. */
+export async function hydrateBench(model: ModelProcess, o: HydrateBenchOptions & { readonly runs: number }): Promise<HydrateBenchResult> {
+  const loadBefore = loadavg()[0];
+  const { measures, missing, versions } = await hydrateMeasures(model, o);
+  const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
+  for (let r = 0; r < o.runs; r++) {
+    for (const [name, measure] of Object.entries(measures)) {
+      const t = await measure();
+      timings[name].push(t);
+      const d = t.detail!;
+      process.stderr.write(
+        `  run ${r + 1}/${o.runs} ${name}: ${t.seconds.toFixed(3)} s, ${t.objects} files, ${d.userS.toFixed(2)} + ${d.sysS.toFixed(2)} s CPU, ` +
+          `${t.requests} requests (${d.GetObject ?? 0} GET, ${d.HeadObject ?? 0} HEAD), load ${loadavg()[0].toFixed(1)}\n`,
+      );
+    }
+  }
+  return {
+    header:
+      `hydrate into an empty folder: ${o.objects} objects under ${HYDRATE_TARGET.prefix}/ (index absent), ${model.latencyMs} ms per request, ` +
+      `medians of ${o.runs} run(s), CPU = user + sys of the child; load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}` +
+      (versions.length ? `; ${versions.join('; ')}` : ''),
+    table: table(hydrateRows(timings, Object.keys(measures), missing)),
+    json: hydrateJson(timings, o.objects),
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      objects: { type: 'string', default: '5000' },
+      'latency-ms': { type: 'string', default: '30' },
+      runs: { type: 'string', default: '3' },
+      concurrency: { type: 'string' },
+      'no-peers': { type: 'boolean' },
+      'baseline-cli': { type: 'string' },
+    },
+  });
+  process.env.AWS_ACCESS_KEY_ID ??= 'bench';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'bench';
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const model = await startModelProcess(Number(values['latency-ms']));
+  try {
+    const result = await hydrateBench(model, {
+      objects: Number(values.objects),
+      runs: Number(values.runs),
+      concurrencies: values.concurrency ? values.concurrency.split(',').map(Number) : [undefined],
+      peers: !values['no-peers'],
+      baselineCli: values['baseline-cli'],
+    });
+    process.stdout.write(`${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`);
+  } finally {
+    await model.stop();
+  }
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  });
+}
