@@ -29,7 +29,9 @@ const RUNTIMES = {
 export type RuntimeName = keyof typeof RUNTIMES;
 
 /** An installed runtime (`bin`, `version`), or why it could not be installed. */
-export type Runtime = { readonly ok: true; readonly bin: string; readonly version: string } | { readonly ok: false; readonly reason: string };
+export type Runtime =
+  | { readonly ok: true; readonly bin: string; readonly version: string }
+  | { readonly ok: false; readonly reason: string };
 
 function versionOf(bin: string): string | undefined {
   const r = spawnSync(bin, ['--version'], { encoding: 'utf8', timeout: 30_000 });
@@ -53,12 +55,24 @@ export function installRuntime(name: RuntimeName): Runtime {
     try {
       execFileSync(
         'npm',
-        ['install', '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', `${pkg}@${runtime.range}`],
+        [
+          'install',
+          '--no-save',
+          '--no-package-lock',
+          '--no-audit',
+          '--no-fund',
+          '--prefer-offline',
+          '--loglevel=error',
+          `${pkg}@${runtime.range}`,
+        ],
         { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 },
       );
     } catch (err) {
       const stderr = String((err as { stderr?: Buffer }).stderr ?? '').trim();
-      return { ok: false, reason: `npm could not install ${pkg}@${runtime.range}: ${stderr.split('\n').slice(-3).join(' ') || String(err)}` };
+      return {
+        ok: false,
+        reason: `npm could not install ${pkg}@${runtime.range}: ${stderr.split('\n').slice(-3).join(' ') || String(err)}`,
+      };
     }
   }
   const version = existsSync(bin) ? versionOf(bin) : undefined;

@@ -22,8 +22,16 @@ describe('DatastoreIndexer overrides', () => {
     });
     // THEN
     const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
-    expect(fn).toMatchObject({ TracingConfig: { Mode: 'Active' }, FunctionName: 'their-indexer', ReservedConcurrentExecutions: 1, MemorySize: 2048 });
-    expect((fn.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({ TEAM: 'platform', DATASTORE_BUCKET: 'shared-bucket' });
+    expect(fn).toMatchObject({
+      TracingConfig: { Mode: 'Active' },
+      FunctionName: 'their-indexer',
+      ReservedConcurrentExecutions: 1,
+      MemorySize: 2048,
+    });
+    expect((fn.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
+      TEAM: 'platform',
+      DATASTORE_BUCKET: 'shared-bucket',
+    });
   });
 
   test('queueProps and deadLetterQueueProps are merged over the queue defaults; visibility and redrive stay the indexer’s', () => {
@@ -43,7 +51,9 @@ describe('DatastoreIndexer overrides', () => {
     const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
     expect(fn.Role).toEqual({ 'Fn::GetAtt': [logicalIdOf(template, 'AWS::IAM::Role', 'IndexerServiceRole'), 'Arn'] });
     expect(fn.LoggingConfig).toEqual({ LogGroup: { Ref: logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup') } });
-    expect(indexer.function.stack.resolve(indexer.logGroup.logGroupName)).toEqual({ Ref: logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup') });
+    expect(indexer.function.stack.resolve(indexer.logGroup.logGroupName)).toEqual({
+      Ref: logicalIdOf(template, 'AWS::Logs::LogGroup', 'IndexerLogGroup'),
+    });
   });
 });
 
@@ -60,6 +70,8 @@ describe('the shipped bundle as the function code', () => {
   });
 
   test('missing, fails at synth time naming the file and what to do', () => {
-    expect(() => shippedBundleCode(dir)).toThrow(`The indexer's Lambda bundle ${path.join(dir, 'index.js')} is missing: reinstall the package`);
+    expect(() => shippedBundleCode(dir)).toThrow(
+      `The indexer's Lambda bundle ${path.join(dir, 'index.js')} is missing: reinstall the package`,
+    );
   });
 });

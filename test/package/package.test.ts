@@ -118,7 +118,9 @@ beforeAll(() => {
     app,
   );
   expect(outcome(install)).toEqual({ status: 0, output: '' });
-  console.log(`npm pack (with the build): ${packSeconds.toFixed(1)} s; npm install of the tarball and the CDK libraries: ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
+  console.log(
+    `npm pack (with the build): ${packSeconds.toFixed(1)} s; npm install of the tarball and the CDK libraries: ${((Date.now() - installStarted) / 1000).toFixed(1)} s`,
+  );
 }, 600_000);
 
 afterAll(() => {
@@ -130,11 +132,19 @@ describe('the tarball', () => {
     const files = packed.files.map((f) => f.path).sort();
     const unexpected = files.filter(
       (f) =>
-        !['package.json', 'README.md', 'LICENSE', 'bin/datastore-indexer.js', 'dist/cli/cli.js', 'dist/lambda/index.js', 'dist/lambda/index.js.map'].includes(f) &&
-        !/^dist\/js\/(lambda\/lib|infra)\/[\w/-]+\.(js|d\.ts|json)$/.test(f),
+        ![
+          'package.json',
+          'README.md',
+          'LICENSE',
+          'bin/datastore-indexer.js',
+          'dist/cli/cli.js',
+          'dist/lambda/index.js',
+          'dist/lambda/index.js.map',
+        ].includes(f) && !/^dist\/js\/(lambda\/lib|infra)\/[\w/-]+\.(js|d\.ts|json)$/.test(f),
     );
     expect(unexpected).toEqual([]);
-    for (const f of ['LICENSE', 'dist/js/lambda/lib/index.d.ts', 'dist/js/infra/index.d.ts', 'dist/lambda/index.js']) expect(files).toContain(f);
+    for (const f of ['LICENSE', 'dist/js/lambda/lib/index.d.ts', 'dist/js/infra/index.d.ts', 'dist/lambda/index.js'])
+      expect(files).toContain(f);
     console.log(`${manifest.name}: ${packed.entryCount} files, ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
   });
 
@@ -179,7 +189,8 @@ describe('a global install', () => {
   test('puts `datastore-indexer` on the PATH, and `npm uninstall -g` takes it away with everything else', () => {
     // A prefix of its own stands for the machine's global folder.
     const prefix = join(work, 'global');
-    const npm = (...args: string[]): SpawnSyncReturns<string> => run('npm', [...args, '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline'], work);
+    const npm = (...args: string[]): SpawnSyncReturns<string> =>
+      run('npm', [...args, '--prefix', prefix, '--no-audit', '--no-fund', '--prefer-offline'], work);
     expect(outcome(npm('install', '-g', tarball))).toEqual({ status: 0, output: '' });
     const version = run(join(prefix, 'bin', 'datastore-indexer'), ['--version'], work);
     expect(outcome(version)).toEqual({ status: 0, output: '' });
@@ -192,10 +203,15 @@ describe('a global install', () => {
 
 describe('the library from the installed package', () => {
   test('exports the documented surface and nothing internal', () => {
-    const keys = run(process.execPath, ['-e', `console.log(JSON.stringify(Object.keys(require(${JSON.stringify(manifest.name)})).sort()))`], app);
+    const keys = run(
+      process.execPath,
+      ['-e', `console.log(JSON.stringify(Object.keys(require(${JSON.stringify(manifest.name)})).sort()))`],
+      app,
+    );
     expect(outcome(keys)).toEqual({ status: 0, output: '' });
     expect(JSON.parse(keys.stdout)).toEqual([...LIBRARY_VALUES].sort());
-    for (const value of Object.values(errors)) expect(value.prototype).toBeInstanceOf(errors.IndexerError === value ? Error : errors.IndexerError);
+    for (const value of Object.values(errors))
+      expect(value.prototype).toBeInstanceOf(errors.IndexerError === value ? Error : errors.IndexerError);
   });
 
   test('is typed: a TypeScript caller compiles against both entry points, and internals are not there', () => {
@@ -282,7 +298,9 @@ app.synth();
     Properties: Record<string, unknown>;
   }
   const resources = (): Resource[] =>
-    Object.values((JSON.parse(readFileSync(join(outdir, 'TheirStack.template.json'), 'utf8')) as { Resources: Record<string, Resource> }).Resources);
+    Object.values(
+      (JSON.parse(readFileSync(join(outdir, 'TheirStack.template.json'), 'utf8')) as { Resources: Record<string, Resource> }).Resources,
+    );
 
   test(`synthesises${NO_NETWORK.length ? ' with no network at all' : ''}, with no esbuild installed`, () => {
     expect(outcome(synth)).toEqual({ status: 0, output: '' });
@@ -315,14 +333,16 @@ app.synth();
 });
 
 describe('the library from Deno (swamp runtime)', () => {
-  (deno.ok ? test : test.skip)(`heals and hydrates a root on the test S3 (${deno.ok ? deno.version : 'Deno not installable'})`, async () => {
-    // GIVEN a swamp datastore with a namespace and no index
-    const store = await testStore({ bucketPrefix: 'pkg-deno' });
-    const seeded = await seedDatastore(store, { prefix: 'swamp', objects: 12, internal: true, namespaces: ['team-b'] });
-    const cache = join(work, 'deno-cache');
-    writeFileSync(
-      join(app, 'hydrate.ts'),
-      `import { S3Store, healAndHydrate, resolveDatastoreConfig, rootOf } from '${manifest.name}';
+  (deno.ok ? test : test.skip)(
+    `heals and hydrates a root on the test S3 (${deno.ok ? deno.version : 'Deno not installable'})`,
+    async () => {
+      // GIVEN a swamp datastore with a namespace and no index
+      const store = await testStore({ bucketPrefix: 'pkg-deno' });
+      const seeded = await seedDatastore(store, { prefix: 'swamp', objects: 12, internal: true, namespaces: ['team-b'] });
+      const cache = join(work, 'deno-cache');
+      writeFileSync(
+        join(app, 'hydrate.ts'),
+        `import { S3Store, healAndHydrate, resolveDatastoreConfig, rootOf } from '${manifest.name}';
 
 const [json, cacheDir] = Deno.args;
 const config = resolveDatastoreConfig(json);
@@ -331,28 +351,41 @@ const result = await healAndHydrate(S3Store.connect(config, config.bucket), root
 export type Internal = (typeof import('${manifest.name}'))['writeIndex'];
 console.log(JSON.stringify({ healed: result.heal.scopes.map((s) => [s.namespace ?? '', s.published]), pulled: result.hydrate.pulled }));
 `,
-    );
-    // WHEN a Deno program, type-checked against the package's declarations, heals and hydrates with the
-    // library installed in node_modules (no download: Deno uses the folder's package.json and node_modules)
-    const r = run(
-      (deno as { bin: string }).bin,
-      ['run', '--check', '--allow-env', '--allow-read', '--allow-sys', `--allow-net=${new URL(process.env.S3_TEST_ENDPOINT!).host}`, `--allow-write=${cache}`, 'hydrate.ts', datastoreConfig(store.bucket, 'swamp'), cache],
-      app,
-      consumerEnv({ DENO_DIR: join(work, 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }),
-    );
-    // THEN both indexes are published and true, and the cache holds the root's objects
-    expect(outcome(r)).toEqual({ status: 0, output: '' });
-    expect(JSON.parse(r.stdout)).toEqual({
-      healed: [
-        ['', true],
-        ['team-b', true],
-      ],
-      pulled: 12,
-    });
-    expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
-    expect(summarize(await readIndex(store, seeded.indexKey('team-b')))).toEqual(seeded.expectedEntries('team-b'));
-    const files = readTree(cache);
-    files.delete(INDEX_KEY);
-    expect(asComparable(files)).toEqual(asComparable(seeded.objects.get('')!));
-  }, 180_000);
+      );
+      // WHEN a Deno program, type-checked against the package's declarations, heals and hydrates with the
+      // library installed in node_modules (no download: Deno uses the folder's package.json and node_modules)
+      const r = run(
+        (deno as { bin: string }).bin,
+        [
+          'run',
+          '--check',
+          '--allow-env',
+          '--allow-read',
+          '--allow-sys',
+          `--allow-net=${new URL(process.env.S3_TEST_ENDPOINT!).host}`,
+          `--allow-write=${cache}`,
+          'hydrate.ts',
+          datastoreConfig(store.bucket, 'swamp'),
+          cache,
+        ],
+        app,
+        consumerEnv({ DENO_DIR: join(work, 'deno-dir'), DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' }),
+      );
+      // THEN both indexes are published and true, and the cache holds the root's objects
+      expect(outcome(r)).toEqual({ status: 0, output: '' });
+      expect(JSON.parse(r.stdout)).toEqual({
+        healed: [
+          ['', true],
+          ['team-b', true],
+        ],
+        pulled: 12,
+      });
+      expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
+      expect(summarize(await readIndex(store, seeded.indexKey('team-b')))).toEqual(seeded.expectedEntries('team-b'));
+      const files = readTree(cache);
+      files.delete(INDEX_KEY);
+      expect(asComparable(files)).toEqual(asComparable(seeded.objects.get('')!));
+    },
+    180_000,
+  );
 });
