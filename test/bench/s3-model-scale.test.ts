@@ -15,6 +15,8 @@ import {
 } from '@aws-sdk/client-s3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startS3Model, type S3Model } from '../../bench/s3-model/server';
 
@@ -35,9 +37,12 @@ beforeAll(async () => {
   });
 });
 
+const childTemps: string[] = [];
+
 afterAll(async () => {
   s3?.destroy();
   await model?.stop();
+  for (const dir of childTemps) rmSync(dir, { recursive: true, force: true });
 });
 
 /**
@@ -66,7 +71,10 @@ async function listAllRaw(endpoint: string, bucket: string, prefix = ''): Promis
 async function startCli(args: string[]): Promise<{ child: ChildProcess; endpoint: string; stderr: () => string }> {
   const tsx = join(__dirname, '..', '..', 'node_modules', '.bin', 'tsx');
   const cli = join(__dirname, '..', '..', 'bench', 's3-model', 'cli.ts');
-  const child = spawn(tsx, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // tsx keeps a folder in the temporary directory: give it one this file removes.
+  const tmp = mkdtempSync(join(tmpdir(), 'indexer-model-cli-'));
+  childTemps.push(tmp);
+  const child = spawn(tsx, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: tmp } });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const endpoint = await new Promise<string>((resolve, reject) => {

@@ -66,6 +66,7 @@ describe('datastore-indexer hydrate', () => {
       unreadableReason: null,
       keptCopy: null,
       published: true,
+      healedByAnotherWriter: false,
       added: 20,
       removed: 0,
       resized: 0,

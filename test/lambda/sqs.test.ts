@@ -299,7 +299,11 @@ describe('a lock held by a live client', () => {
     expect(first.result.batchItemFailures).toEqual(busyIds.map((id) => ({ itemIdentifier: id })));
     expect(await readObject(store, `busy/${INDEX_KEY}`)).toEqual(indexBefore);
     expect(await indexOf(store, { root: free })).toContainEqual({ key: 'files/f.txt', size: 11 });
-    expect(first.logs('root failed; its batch items go back to the queue')[0]).toMatchObject({ root: `s3://${store.bucket}/busy` });
+    // The minified bundle logs the error whole: its class by name, its hint and its stack.
+    expect(first.logs('root failed; its batch items go back to the queue')[0]).toMatchObject({
+      root: `s3://${store.bucket}/busy`,
+      error: { name: 'LockBusyError', lockKey: 'busy/.datastore.lock', hint: expect.stringContaining('Another writer is busy'), stack: expect.stringContaining('LockBusyError') },
+    });
     expect(first.metric('RootsFailed')).toEqual([1]);
     expect(first.metric('LockWaits')[0]).toBeGreaterThan(0);
 
