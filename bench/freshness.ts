@@ -13,7 +13,7 @@
  * partition that holds it). Cost: the indexer's S3 requests (all requests minus the uploads) and the
  * bytes it wrote, per 1,000 uploads, re-checks included.
  *
- *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 2] [--max-concurrency 2] [--sqs model|moto]
+ *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 1] [--max-concurrency 2] [--sqs model|moto]
  *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shards] [--json]
  */
 import { fork } from 'node:child_process';
@@ -28,7 +28,7 @@ import type { EventHostReply, EventHostRequest, KeyFreshness, WriteStats } from 
 import { startSqsModel } from './sqs-model';
 
 /** The stack's default batching window (infra/private/validate.ts), in seconds. */
-export const DEFAULT_WINDOW_S = 2;
+export const DEFAULT_WINDOW_S = 1;
 
 /** What one freshness run measures. */
 export interface FreshnessOptions {

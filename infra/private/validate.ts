@@ -65,7 +65,7 @@ function seconds(d: Duration, prop: string): number {
 export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps {
   const prefixes = validatePrefixes(props.prefixes ?? []);
 
-  const batchingWindow = props.batchingWindow ?? Duration.seconds(2);
+  const batchingWindow = props.batchingWindow ?? Duration.seconds(1);
   const window = seconds(batchingWindow, 'batchingWindow');
   // A batch larger than 10 needs a window of at least 1 s; Lambda caps the window at 300 s.
   if (!Number.isInteger(window) || window < 1 || window > 300) {

@@ -181,7 +181,9 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     let sent = 0;
     try {
       if (eventKeys.length) {
-        const expected = new Map(eventKeys.map((key) => [key, changes.get(key)!.kind === 'created' ? (changes.get(key)!.size ?? 0) : null]));
+        // What the write holds for each key: S3's answer where the re-check asked, else the event.
+        const written = (key: string): ObjectChange => observed.get(key) ?? changes.get(key)!;
+        const expected = new Map(eventKeys.map((key) => [key, written(key).kind === 'created' ? (written(key).size ?? 0) : null]));
         sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds, expected);
       }
       if (restored && entry.recheckRound < MAX_RECHECK_ROUNDS) {

@@ -37,13 +37,13 @@ describe('DatastoreIndexer alarms', () => {
   test('alarms when the oldest queued event outlived a delayed re-check plus one retry', () => {
     const { template } = indexerStack();
     const queue = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
-    // visibility timeout (6 x 300 s + 2 s) + the longest SQS delay (900 s)
+    // visibility timeout (6 x 300 s + 1 s) + the longest SQS delay (900 s)
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'AWS/SQS',
       MetricName: 'ApproximateAgeOfOldestMessage',
       Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [queue, 'QueueName'] } }],
       Statistic: 'Maximum',
-      Threshold: 1802 + 900,
+      Threshold: 1801 + 900,
     });
   });
 

@@ -45,14 +45,14 @@ describe('DatastoreIndexer queues', () => {
     expect(visibility).toBe(6 * 120 + 20);
   });
 
-  test('feeds the function in batches of up to 1000 gathered over 2 s, reporting item failures', () => {
+  test('feeds the function in batches of up to 1000 gathered over 1 s, reporting item failures', () => {
     const { template } = indexerStack();
     const queue = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
     template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [queue, 'Arn'] },
       BatchSize: 1000,
-      MaximumBatchingWindowInSeconds: 2,
+      MaximumBatchingWindowInSeconds: 1,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
       ScalingConfig: { MaximumConcurrency: 2 },
     });

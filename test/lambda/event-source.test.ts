@@ -8,11 +8,12 @@ import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, S
 import { LOCK_KEY } from '../../lambda/lib';
 import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../helpers/event-source';
 import { lockBody } from '../helpers/factories';
-import { handlerEnv, testSqs } from '../helpers/lambda';
+import { ensureBundle, handlerEnv, testSqs } from '../helpers/lambda';
 import { deleteObject, putObject, testStore } from '../helpers/s3';
 import { expectedFromListing, indexOf, indexedRoot } from './support';
 
 const sqs = testSqs();
+beforeAll(() => ensureBundle());
 const running: { source: EventSource; workers: LambdaWorkers }[] = [];
 afterEach(async () => {
   for (const { source, workers } of running.splice(0)) {
