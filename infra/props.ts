@@ -24,7 +24,7 @@ export enum EventDelivery {
 /**
  * Function settings a {@link DatastoreIndexer} takes over its defaults (VPC, tracing, name, extra
  * environment, ...). What the indexer relies on is left out: its role and log group (exposed on the
- * construct), its one reserved slot, and memory, timeout and log retention (props of their own).
+ * construct), no reserved concurrency (the queue's `maxConcurrency` bounds its runs), and memory, timeout and log retention (props of their own).
  */
 export type IndexerFunctionOverrides = Omit<
   FunctionOptions,
