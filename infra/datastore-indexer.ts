@@ -113,6 +113,7 @@ export class DatastoreIndexer extends Construct {
       ...overrides,
       memorySize: config.memorySize,
       timeout: config.timeout,
+      reservedConcurrentExecutions: undefined,
       // No reserved concurrency: the event source mapping's maxConcurrency bounds the queue's runs
       // without throttling them (a throttled batch would use up a receive), and concurrent runs on
       // one index are safe (datastore lock, If-Match, re-check).

@@ -8,7 +8,7 @@ import { shippedBundleCode } from '../../infra/private/bundling';
 import { indexerStack, logicalIdOf, propsOf } from './helpers';
 
 describe('DatastoreIndexer overrides', () => {
-  test('functionProps are merged over the defaults; the indexer keeps its variables, slot and memory', () => {
+  test('functionProps are merged over the defaults; the indexer keeps its variables, its unreserved concurrency and memory', () => {
     // GIVEN overrides that also try to change what the indexer relies on
     const { template } = indexerStack({
       memorySize: 2048,
@@ -25,9 +25,9 @@ describe('DatastoreIndexer overrides', () => {
     expect(fn).toMatchObject({
       TracingConfig: { Mode: 'Active' },
       FunctionName: 'their-indexer',
-      ReservedConcurrentExecutions: 1,
       MemorySize: 2048,
     });
+    expect(fn).not.toHaveProperty('ReservedConcurrentExecutions');
     expect((fn.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
       TEAM: 'platform',
       DATASTORE_BUCKET: 'shared-bucket',
@@ -40,8 +40,8 @@ describe('DatastoreIndexer overrides', () => {
       deadLetterQueueProps: { retentionPeriod: Duration.days(10) },
     });
     const queue = propsOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
-    expect(queue).toMatchObject({ MessageRetentionPeriod: 604800, VisibilityTimeout: 1830, SqsManagedSseEnabled: true });
-    expect(queue.RedrivePolicy).toMatchObject({ maxReceiveCount: 5 });
+    expect(queue).toMatchObject({ MessageRetentionPeriod: 604800, VisibilityTimeout: 6 * 300 + 1, SqsManagedSseEnabled: true });
+    expect(queue.RedrivePolicy).toMatchObject({ maxReceiveCount: 10 });
     expect(propsOf(template, 'AWS::SQS::Queue', 'IndexerDeadLetterQueue')).toMatchObject({ MessageRetentionPeriod: 864000 });
   });
 

@@ -29,6 +29,7 @@ const LIBRARY_VALUES = [
   ...Object.keys(errors),
   'CONTROL_DIR',
   'ConditionalWritesUnsupportedError',
+  'DEFAULT_HYDRATE_CONCURRENCY',
   'INDEX_KEY',
   'LOCK_KEY',
   'NAMESPACE_MARKER',
@@ -44,6 +45,7 @@ const LIBRARY_VALUES = [
   'healRoot',
   'hydrateCache',
   'isInternalKey',
+  'isRefusedKey',
   'latestChanges',
   'namespaceExists',
   'normalizePrefix',
@@ -52,6 +54,7 @@ const LIBRARY_VALUES = [
   'parseIndex',
   'parseNotification',
   'placeChange',
+  'refusedKeyReason',
   'repairResumable',
   'resolveDatastoreConfig',
   'rootBase',
@@ -311,7 +314,8 @@ app.synth();
     const fns = resources().filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs24.x');
     expect(fns).toHaveLength(1);
     const [fn] = fns;
-    expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], ReservedConcurrentExecutions: 1 });
+    expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
+    expect(fn.Properties).not.toHaveProperty('ReservedConcurrentExecutions');
     // The asset's folder in the cloud assembly is named after the zip the template points at.
     const asset = `asset.${String((fn.Properties.Code as { S3Key: string }).S3Key).replace(/\.zip$/, '')}`;
     const shipped = join(app, 'node_modules', manifest.name, 'dist', 'lambda');
