@@ -38,6 +38,7 @@ export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes')
     if (p.startsWith('/')) fail("must not start with '/': keys are relative to the bucket, e.g. \"swamp\"");
     if (p.endsWith('/')) fail("must not end with '/': write \"swamp\", the indexer adds the '/'");
     if (p.includes('//')) fail("must not contain an empty segment ('//')");
+    if (p.split('/').some((s) => s === '.' || s === '..')) fail("must not contain a '.' or '..' segment: it would be used literally, as a key no client reads");
     if (FORBIDDEN.test(p)) fail("must not contain '*', '?', ',' or control characters");
     if (p.length > 900) fail('is too long for an S3 key prefix');
     const first = seen.get(p);

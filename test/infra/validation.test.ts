@@ -21,6 +21,8 @@ describe('DatastoreIndexer prop validation', () => {
     [['swamp', 'infra', 'swamp'], /prefixes\[2\] "swamp" is listed twice \(also prefixes\[0\]\)/],
     [[''], /prefixes\[0\] "" is empty/],
     [['a//b'], /empty segment/],
+    [['swamp/../swamp'], /prefixes\[0\] "swamp\/..\/swamp" must not contain a '.' or '..' segment/],
+    [['./swamp'], /'.' or '..' segment/],
     [['swamp*'], /must not contain '\*'/],
     [['a,b'], /must not contain .*','/],
     [['team', 'team/swamp'], /"team\/swamp" lies inside "team"/],
