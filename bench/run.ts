@@ -163,9 +163,6 @@ async function main(): Promise<void> {
     await model.stop();
   }
 
-  log(`event path: freshness and cost of upload bursts (${o.latencyMs} ms per request)`);
-  const fresh = await freshnessBench({ latencyMs: o.latencyMs, quick: o.quick, log });
-
   let moto: Record<string, Timing[]> | undefined;
   if (o.motoObjects > 0) {
     log(`moto: seeding ${o.motoObjects} objects`);
@@ -176,6 +173,8 @@ async function main(): Promise<void> {
       await seeded.stop();
     }
   }
+  log(`event path: freshness and cost of upload bursts (${o.latencyMs} ms per request)`);
+  const fresh = await freshnessBench({ latencyMs: o.latencyMs, quick: o.quick, log });
 
   const raw = med(timings.raw)!;
   const healSequential = med(timings.healSequential)!;
