@@ -1,7 +1,7 @@
 /**
  * The S3 model as a child process of the freshness benchmark (`bench/freshness.ts`), with what the
  * model itself does not do (see bench/s3-model/README.md): it sends an S3 event notification to an SQS
- * queue (moto's) for each write under a watched root, as S3 does for a bucket whose notifications go to
+ * queue (bench/sqs-model.ts, or moto) for each write under a watched root, as S3 does for a bucket whose notifications go to
  * the indexer's queue, and it keeps a log of the writes that make an index (the monolith, `_index/`
  * files), so that freshness can be measured afterwards as the model saw it.
  */

@@ -192,9 +192,6 @@ async function main(): Promise<void> {
     }
   }
 
-  log(`event path: freshness and cost of upload bursts (${o.latencyMs} ms per request)`);
-  const fresh = await freshnessBench({ latencyMs: o.latencyMs, quick: o.quick, log });
-
   let moto: Record<string, Timing[]> | undefined;
   if (o.motoObjects > 0) {
     log(`moto: seeding ${o.motoObjects} objects`);
@@ -205,6 +202,8 @@ async function main(): Promise<void> {
       await seeded.stop();
     }
   }
+  log(`event path: freshness and cost of upload bursts (${o.latencyMs} ms per request)`);
+  const fresh = await freshnessBench({ latencyMs: o.latencyMs, quick: o.quick, log });
 
   const raw = med(timings.raw)!;
   const healSequential = med(timings.healSequential)!;

@@ -51,6 +51,21 @@ class SqsError extends Error {
   }
 }
 
+/** A request body: the fields of one SQS operation's input, as the SDK sends them. */
+interface Input {
+  readonly QueueUrl?: string;
+  readonly QueueName?: string;
+  readonly Attributes?: Record<string, string>;
+  readonly AttributeNames?: string[];
+  readonly MessageBody?: string;
+  readonly DelaySeconds?: number;
+  readonly Entries?: unknown[];
+  readonly MaxNumberOfMessages?: number;
+  readonly WaitTimeSeconds?: number;
+  readonly VisibilityTimeout?: number;
+  readonly ReceiptHandle?: string;
+}
+
 const md5 = (text: string): string => createHash('md5').update(text, 'utf8').digest('hex');
 
 /** Starts the model on 127.0.0.1 (a free port unless `port` is given). */
@@ -108,7 +123,7 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
     return { MessageId: message.id, MD5OfMessageBody: message.md5 };
   };
 
-  const operations: Record<string, (input: Record<string, any>) => Promise<unknown> | unknown> = {
+  const operations: Record<string, (input: Input) => Promise<unknown> | unknown> = {
     CreateQueue(input) {
       const name = String(input.QueueName);
       let queue = queues.get(name);
@@ -204,7 +219,7 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
     let body: unknown;
     try {
       if (!op) throw new SqsError('UnsupportedOperation', `${target || req.method} is not modelled`);
-      body = await op(chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, any>) : {});
+      body = await op(chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Input) : {});
     } catch (err) {
       status = 400;
       const e = err instanceof SqsError ? err : new SqsError('InternalError', String(err));

@@ -376,6 +376,28 @@ describe('convergence with a client push racing the delta', () => {
     expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
   });
 
+  test('a re-check that shares its batch with new events sends no further round when nothing was erased', async () => {
+    const fx = await notifiedBucket('recheck-mixed');
+    const { store } = fx;
+    await indexedRoot(store, 'm', 3);
+    await fx.receive();
+    await putObject(store, 'm/files/first.txt', 'first');
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
+    const recheck = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) => m.Body?.includes('"recheck"'));
+    await putObject(store, 'm/files/second.txt', 'second');
+    const events = (await fx.receive()).filter((m) => m.Body?.includes('second.txt'));
+
+    proxy.reset();
+    const run = await invoke<BatchResponse>(lambda, sqsEventFrom([...recheck, ...events]));
+    expect(run.result.batchItemFailures).toEqual([]);
+    expect(proxy.requests.filter((r) => r.method === 'HEAD')).toEqual([]);
+    // Only the new event's own first-round re-check is sent, not a second round of the first one.
+    const sent = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) => m.Body?.includes('"recheck"'));
+    expect(sent.map((m) => JSON.parse(m.Body!).recheck)).toEqual([expect.objectContaining({ keys: ['files/second.txt'], round: 1 })]);
+    expect(run.metric('RecheckRestored')).toEqual([]);
+  });
+
   test('without DATASTORE_QUEUE_URL the handler works and says once, at cold start, that re-checks are off', async () => {
     const fx = await notifiedBucket('noqueue');
     const root = { bucket: fx.store.bucket, prefix: 'n' };
