@@ -155,16 +155,16 @@ export class DatastoreLock {
   /**
    * Releases the lock if it is still ours. While its last write is recent (well inside its ttl, so nobody
    * may have taken it over) it is deleted at once with `If-Match` on that write's ETag: one round trip, and
-   * a lock that is someone else's by now has another ETag and stays. Otherwise, or when the store does not
-   * take that condition, it is read back, its nonce checked, and the exact version deleted.
+   * a lock that is someone else's by now has another ETag and stays. Otherwise, when that delete loses (the
+   * lock has another version, maybe a renewal of ours whose answer was lost) or the store does not take
+   * the condition, it is read back, its nonce checked, and the exact version deleted.
    */
   async release(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     if (this.conditional && !this.lostFlag && Date.now() - this.confirmedAt < this.body.ttlMs / 2) {
       try {
-        await this.store.delete(this.key, this.etag, true);
-        return;
+        if ((await this.store.delete(this.key, this.etag, true)) === 'deleted') return;
       } catch {
         // Not settled (no conditional deletes, or an error): fall back to reading it back.
       }

@@ -118,7 +118,7 @@ describe('DatastoreLock', () => {
     expect(await readObject(store, 'L')).toBeUndefined();
   });
 
-  it('a release that does not read back still never deletes a lock someone else holds now', async () => {
+  it('a one-step release never deletes a lock someone else holds now: its If-Match loses, the read-back shows their nonce', async () => {
     const store = await testStore();
     const lock = await DatastoreLock.acquire(store, 'L');
     // Someone else's lock in its place: deleted and retaken, so another version (ETag) of the key.
@@ -126,8 +126,20 @@ describe('DatastoreLock', () => {
     await putObject(store, 'L', theirs);
     const sent = trackRequests(store);
     await lock.release();
-    expect(sent.map((r) => r.op)).toEqual(['DeleteObject']);
+    expect(sent.map((r) => r.op)).toEqual(['DeleteObject', 'GetObject']);
     expect((await readObject(store, 'L'))!.toString()).toBe(theirs);
+  });
+
+  it('reads the lock back when its one-step delete loses to another version of its own lock, and releases it', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'L');
+    // Our own lock rewritten (a renewal whose answer never came back): same nonce, another ETag.
+    const ours = await readJson<LockBody>(store, 'L');
+    await putObject(store, 'L', JSON.stringify(ours, null, 1));
+    const sent = trackRequests(store);
+    await lock.release();
+    expect(sent.map((r) => r.op)).toEqual(['DeleteObject', 'GetObject', 'DeleteObject']);
+    expect(await readObject(store, 'L')).toBeUndefined();
   });
 
   it('reads the lock back before deleting it when the store rejects conditional deletes, and still releases it', async () => {
