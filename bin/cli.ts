@@ -22,6 +22,7 @@ import {
   healRoot,
   namespaceExists,
   resolveDatastoreConfig,
+  releaseHeldLocks,
   rootOf,
 } from '../lambda/lib';
 import { checkJson, checkLines, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
@@ -279,10 +280,13 @@ function program(): Command {
 async function main(argv: readonly string[]): Promise<void> {
   // The SDK's supported switch for its "upgrade Node" notice, which is noise for a command's user.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  // A lock left behind would block every client for its ttl: release ours first, then exit.
   const interrupted = (signal: NodeJS.Signals, code: number) => () => {
     progress.stop();
-    process.stderr.write(`${NAME}: interrupted (${signal}); run the same command again to resume\n`);
-    process.exit(code);
+    void releaseHeldLocks().finally(() => {
+      process.stderr.write(`${NAME}: interrupted (${signal}); run the same command again to resume\n`);
+      process.exit(code);
+    });
   };
   process.once('SIGINT', interrupted('SIGINT', 130));
   process.once('SIGTERM', interrupted('SIGTERM', 143));

@@ -124,3 +124,24 @@ describe('publishing against a held lock', () => {
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
   });
 });
+
+describe("the indexer's own lock", () => {
+  it('writes a short ttlMs (10 s) so a killed indexer blocks clients for seconds, and a release waits for a renewal in flight', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'short/.datastore.lock');
+    expect((await readJson<LockBody>(store, 'short/.datastore.lock'))!.ttlMs).toBe(10_000);
+    await lock.release();
+    expect(await readObject(store, 'short/.datastore.lock')).toBeUndefined();
+  });
+
+  it('releaseHeldLocks releases what this process holds (what the CLI does on Ctrl-C)', async () => {
+    const { releaseHeldLocks } = await import('../../lambda/lib');
+    const store = await testStore();
+    await DatastoreLock.acquire(store, 'a/.datastore.lock');
+    await DatastoreLock.acquire(store, 'b/.datastore.lock');
+    expect(await releaseHeldLocks()).toBe(2);
+    expect(await readObject(store, 'a/.datastore.lock')).toBeUndefined();
+    expect(await readObject(store, 'b/.datastore.lock')).toBeUndefined();
+    expect(await releaseHeldLocks()).toBe(0);
+  });
+});
