@@ -7,7 +7,8 @@
  *   datastore-indexer repair  --bucket b --prefix swamp --namespace team-b
  *
  * Exit codes: 0 done (check: every index true); 1 error, or files that failed to download;
- * 2 `check` found drift (an absent or unreadable index is drift).
+ * 2 `check` found drift (an absent or unreadable index is drift), or `repair` left an index as it was
+ * (its `_index/_meta.json` does not parse and does not say its layout).
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -21,6 +22,7 @@ import {
   healAndHydrate,
   healRoot,
   namespaceExists,
+  refusedKeyReason,
   resolveDatastoreConfig,
   releaseHeldLocks,
   rootOf,
@@ -44,12 +46,14 @@ interface DatastoreFlags {
 }
 
 interface HydrateFlags extends DatastoreFlags {
+  readonly allowEmpty?: true;
   readonly cache: string;
   readonly concurrency: number;
   readonly lockWait: number;
 }
 
 interface RepairFlags extends DatastoreFlags {
+  readonly allowEmpty?: true;
   readonly lockWait: number;
 }
 
@@ -114,6 +118,8 @@ function eventNotes(): (scope: string, event: PublishEvent) => void {
     if (event.event === 'lock-wait' && !waited.has(scope)) {
       waited.add(scope);
       warn(`waiting for the datastore lock of ${scope}, held by ${event.holder}`);
+    } else if (event.event === 'mirror-failed') {
+      warn(`warning: could not refresh the mirror partition file ${event.key} of ${scope}: ${event.error}`);
     } else if (event.event === 'conditional-writes-unsupported' && !unsupportedSaid) {
       unsupportedSaid = true;
       warn('warning: this store does not implement conditional writes; the datastore lock alone protects the index');
@@ -131,13 +137,14 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       namespace,
       cacheDir,
       concurrency: flags.concurrency,
-      heal: { concurrency: flags.concurrency, publish: { lock: { waitMs: flags.lockWait * 1000 } }, onEvent: eventNotes() },
+      heal: { concurrency: flags.concurrency, publish: { lock: { waitMs: flags.lockWait * 1000 } }, onEvent: eventNotes(), refuseEmpty: !flags.allowEmpty },
       onHealed: () => progress.status('Comparing the cache with the index…'),
       onProgress: (done, total) => progress.update(done, total),
     });
     progress.stop();
-    const { refused, failed } = result.hydrate;
-    warnSome(refused.map((key) => `warning: refused key ${JSON.stringify(key)}: it would be written outside the cache folder`));
+    const { failed } = result.hydrate;
+    const refused = [...new Set([...result.scope.refusedKeys, ...result.hydrate.refused])].sort();
+    warnSome(refused.map((key) => `warning: refused key ${JSON.stringify(key)}: ${refusedKeyReason(key) ?? 'it would be written outside the cache folder'}`));
     warnSome(failed.map(({ key, error }) => `failed to pull ${JSON.stringify(key)}: ${error}`));
     if (flags.json) printJson(hydrateJson(result, cacheDir, Date.now() - started));
     else say(hydrateLine(result));
@@ -172,11 +179,13 @@ async function repair(flags: RepairFlags): Promise<number> {
       namespace,
       publish: { lock: { waitMs: flags.lockWait * 1000 } },
       onEvent: eventNotes(),
+      refuseEmpty: !flags.allowEmpty,
     });
     progress.stop();
     if (flags.json) printJson(repairJson(report, Date.now() - started));
     else repairLines(report).forEach(say);
-    return 0;
+    // An index left as it is (its manifest does not say its layout) is not healed: say so in the exit code.
+    return report.scopes.some((s) => s.held) ? 2 : 0;
   } finally {
     store.client.destroy();
   }
@@ -217,6 +226,7 @@ function withDatastoreFlags(command: Command): Command {
 }
 
 const LOCK_WAIT = ['--lock-wait <seconds>', 'how long to wait for a busy datastore lock, as swamp clients do', seconds, 60] as const;
+const ALLOW_EMPTY = ['--allow-empty', 'create an empty index on a prefix that holds no object at all (else that is an error: a mistyped prefix)'] as const;
 
 /** Runs a command's action: its exit code, or one line on stderr and exit 1 for any error. */
 function action<F>(run: (flags: F) => Promise<number>): (flags: F) => Promise<void> {
@@ -241,7 +251,7 @@ function program(): Command {
     .configureOutput({ outputError: (text, write) => write(`${NAME}: ${text.replace(/^error: /, '').replace(/\n(?=.)/g, ' ')}`) })
     .addHelpText(
       'after',
-      '\nExit codes: 0 done (check: every index true), 1 error or failed downloads, 2 check found drift.\n' +
+      '\nExit codes: 0 done (check: every index true), 1 error or failed downloads, 2 check found drift or repair left an index as it was.\n' +
         'Credentials come from the standard AWS chain (AWS_PROFILE, AWS_ACCESS_KEY_ID, …).',
     );
 
@@ -255,10 +265,13 @@ function program(): Command {
     .requiredOption('--cache <dir>', 'the local cache folder to fill', folder)
     .option('--concurrency <n>', 'parallel downloads', wholeNumber(1, 256), 16)
     .option(...LOCK_WAIT)
+    .option(...ALLOW_EMPTY)
     .addHelpText(
       'after',
       '\nAn interrupted hydrate resumes where it stopped. Keys that would land outside the cache folder are refused\n' +
-        'with a warning and the rest is downloaded (exit 0); files that fail to download make the exit code 1.',
+        'with a warning and the rest is downloaded (exit 0); files that fail to download make the exit code 1.\n' +
+        'With --namespace the files land in <cache>/<namespace>/ (as current swamp clients keep them) and the\n' +
+        "namespace's index copy in <cache>/.datastore-index.json.",
     )
     .action(action(hydrate));
 
@@ -271,6 +284,7 @@ function program(): Command {
 
   withDatastoreFlags(cli.command('repair').description('Heal and publish the index (and each namespace index); download nothing.'))
     .option(...LOCK_WAIT)
+    .option(...ALLOW_EMPTY)
     .action(action(repair));
 
   return cli;

@@ -25,7 +25,7 @@ export function formatBytes(bytes: number): string {
 /** True when a check found the index other than true: absent, unreadable, or drifted. */
 export function hasDrift(scope: ScopeReport): boolean {
   const d = scope.drift;
-  return scope.indexState !== 'valid' || d.missing + d.stale + d.resized > 0;
+  return scope.indexState !== 'valid' || d.missing + d.stale + d.resized > 0 || scope.pending !== undefined;
 }
 
 /** Entries the index held before the heal (a heal adds `missing` and removes `stale`). */
@@ -57,7 +57,11 @@ export function healClause(scope: ScopeReport, bucket: string): string {
   } else {
     text = `Index ${scope.scope} was healed by another writer meanwhile (${plural(scope.entries, 'entry', 'entries')})`;
   }
+  if (scope.held) text = `Left ${scope.scope} as it is: ${scope.held}${scope.keptCopy ? `; copy kept at s3://${bucket}/${scope.keptCopy}` : ''}`;
+  else if (scope.pending && scope.published) text += ` (${scope.pending}: finished)`;
   if (scope.unshardable > 0) text += `; ${plural(scope.unshardable, 'key')} left out (no shard partition)`;
+  if (scope.refused > 0) text += `; ${plural(scope.refused, 'key')} refused (clients cannot store them)`;
+  if (scope.mirrorFailures > 0) text += `; ${plural(scope.mirrorFailures, 'mirror partition file')} not refreshed`;
   return text;
 }
 
@@ -77,12 +81,14 @@ export function hydrateLine(result: HealAndHydrateReport): string {
     parts.push(`Also healed ${plural(others.length, 'other index', 'other indexes')} (${counts}).`);
   }
   parts.push(`Pulled ${plural(hydrate.pulled, 'file')} (${formatBytes(hydrate.bytes)}), ${hydrate.present} already present.`);
-  if (hydrate.refused.length > 0) parts.push(`Refused ${plural(hydrate.refused.length, 'key')} outside the cache folder.`);
+  const refused = new Set([...scope.refusedKeys, ...hydrate.refused]).size;
+  if (refused > 0) parts.push(`Refused ${plural(refused, 'key')} clients cannot store.`);
   if (hydrate.failed.length > 0) parts.push(`Failed to pull ${plural(hydrate.failed.length, 'file')}.`);
   return parts.join(' ');
 }
 
 function describeState(scope: ScopeReport): string {
+  if (scope.held) return `index unreadable, left as it is (${scope.held})`;
   if (scope.indexState === 'absent') return 'index absent';
   if (scope.indexState === 'unreadable') return `index unreadable (${scope.unreadableReason})`;
   return `index of ${plural(entriesBefore(scope), 'entry', 'entries')}`;
@@ -97,18 +103,21 @@ export function checkLines(report: HealReport, maxKeys: number): string[] {
   const lines: string[] = [];
   for (const scope of report.scopes) {
     const { missing, stale, resized } = scope.drift;
-    const shards = scope.layout === 'shards' ? ', shard-first' : '';
+    const shards = scope.layout === 'monolith' ? '' : `, ${scope.layout}`;
+    const refused = scope.refused > 0 ? `; ${scope.refused} refused` : '';
     if (!hasDrift(scope)) {
-      lines.push(`${scope.scope}: index true (${plural(scope.entries, 'entry', 'entries')}${shards})`);
-      continue;
+      lines.push(`${scope.scope}: index true (${plural(scope.entries, 'entry', 'entries')}${shards})${refused}`);
+    } else {
+      const pending = scope.pending ? `; ${scope.pending}` : '';
+      lines.push(
+        `${scope.scope}: ${describeState(scope)}${shards}; ${plural(scope.objects, 'object')}; ${missing} missing, ${stale} stale, ${resized} resized${refused}${pending}`,
+      );
     }
-    lines.push(
-      `${scope.scope}: ${describeState(scope)}${shards}; ${plural(scope.objects, 'object')}; ${missing} missing, ${stale} stale, ${resized} resized`,
-    );
     const kinds: [string, string[]][] = [
       ['missing', scope.driftKeys.missing],
       ['stale', scope.driftKeys.stale],
       ['resized', scope.driftKeys.resized.map(resizedText)],
+      ['refused', scope.refusedKeys],
     ];
     for (const [kind, keys] of kinds) {
       for (const key of keys.slice(0, maxKeys)) lines.push(`  ${kind.padEnd(7)}  ${key}`);
@@ -139,6 +148,13 @@ export interface HealedIndexJson {
   readonly removed: number;
   readonly resized: number;
   readonly unshardable: number;
+  /** Keys clients refuse, left out of (or removed from) the index. */
+  readonly refused: number;
+  /** Why the layout needed a write although its entries were true. */
+  readonly pending: string | null;
+  /** Why the scope was left as it is. */
+  readonly held: string | null;
+  readonly mirrorFailures: number;
   readonly objects: number;
   readonly entries: number;
 }
@@ -158,8 +174,12 @@ export interface CheckedIndexJson {
   readonly stale: number;
   readonly resized: number;
   readonly unshardable: number;
+  /** Keys clients refuse (in the listing or the index): never indexed. */
+  readonly refused: number;
+  readonly pending: string | null;
+  readonly held: string | null;
   /** Up to `--keys` keys of each kind. */
-  readonly keys: { missing: string[]; stale: string[]; resized: ResizedEntry[] };
+  readonly keys: { missing: string[]; stale: string[]; resized: ResizedEntry[]; refused: string[] };
 }
 
 /** The JSON of one healed index. */
@@ -176,6 +196,10 @@ export function healedIndexJson(scope: ScopeReport): HealedIndexJson {
     removed: scope.drift.stale,
     resized: scope.drift.resized,
     unshardable: scope.unshardable,
+    refused: scope.refused,
+    pending: scope.pending ?? null,
+    held: scope.held ?? null,
+    mirrorFailures: scope.mirrorFailures,
     objects: scope.objects,
     entries: scope.entries,
   };
@@ -196,10 +220,14 @@ export function checkedIndexJson(scope: ScopeReport, maxKeys: number): CheckedIn
     stale: scope.drift.stale,
     resized: scope.drift.resized,
     unshardable: scope.unshardable,
+    refused: scope.refused,
+    pending: scope.pending ?? null,
+    held: scope.held ?? null,
     keys: {
       missing: scope.driftKeys.missing.slice(0, maxKeys),
       stale: scope.driftKeys.stale.slice(0, maxKeys),
       resized: scope.driftKeys.resized.slice(0, maxKeys),
+      refused: scope.refusedKeys.slice(0, maxKeys),
     },
   };
 }
@@ -232,7 +260,7 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
     pulled: hydrate.pulled,
     present: hydrate.present,
     bytes: hydrate.bytes,
-    refused: hydrate.refused,
+    refused: [...new Set([...scope.refusedKeys, ...hydrate.refused])].sort(),
     failed: hydrate.failed,
     seconds: seconds(elapsedMs),
   };

@@ -15,7 +15,9 @@ export function keyRoots(prefixes: readonly string[]): string[] {
  * - ListBucket on the bucket, limited by `s3:prefix` to the roots (no condition at the bucket root);
  * - GetObject and PutObject on the objects under each root (index, shards, lock, `_control/`;
  *   GetObject also answers HeadObject);
- * - DeleteObject only on the locks and `_control/` keys: the indexer never deletes data.
+ * - DeleteObject only on the root's lock and the indexer's own folder `_control/datastore-indexer/`: the indexer
+ *   never deletes data. IAM's `*` crosses `/`, so no pattern may have a `*` before a fixed name: one for
+ *   namespace control folders would also match a data key such as `<root>/data/x/_control/y`.
  *
  * No statement names `*` as a resource.
  */
@@ -40,13 +42,8 @@ export function s3AccessStatements(bucketArn: string, prefixes: readonly string[
     sid: 'DeleteLocksAndControlKeys',
     effect: Effect.ALLOW,
     actions: ['s3:DeleteObject'],
-    // `*/` covers namespace folders (`<root>/<ns>/.datastore.lock`, `<root>/<ns>/_control/…`).
-    resources: roots.flatMap((r) => [
-      `${bucketArn}/${r}.datastore.lock`,
-      `${bucketArn}/${r}*/.datastore.lock`,
-      `${bucketArn}/${r}_control/*`,
-      `${bucketArn}/${r}*/_control/*`,
-    ]),
+    // Namespaces share the root's lock, and the indexer keeps their records in the root's folder too.
+    resources: roots.flatMap((r) => [`${bucketArn}/${r}.datastore.lock`, `${bucketArn}/${r}_control/datastore-indexer/*`]),
   });
   return [list, readWrite, deleteInternal];
 }

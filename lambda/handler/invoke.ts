@@ -17,8 +17,14 @@ export interface ScopeDrift {
   /** Data objects listed. */
   readonly objects: number;
   readonly drift: DriftCounts;
+  /** Keys clients refuse, in the listing or the index: never indexed (see `refusedKeyReason`). */
+  readonly refused: number;
+  /** Why the layout needed a write although its entries were true (an unfinished shard publish, an orphan shard). */
+  readonly pending?: string;
+  /** Why the index was left as it is (a manifest that does not parse and does not say its layout). */
+  readonly held?: string;
   /** Up to 20 keys of each kind. */
-  readonly sample: { readonly missing: string[]; readonly stale: string[]; readonly resized: string[] };
+  readonly sample: { readonly missing: string[]; readonly stale: string[]; readonly resized: string[]; readonly refused: string[] };
   /** Entries the index has after a repair (after a check: would have). */
   readonly entries: number;
   readonly published: boolean;
@@ -88,10 +94,14 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
         layout: s.layout,
         objects: s.objects,
         drift: s.drift,
+        refused: s.refused,
+        pending: s.pending,
+        held: s.held,
         sample: {
           missing: s.driftKeys.missing.slice(0, SAMPLE_KEYS),
           stale: s.driftKeys.stale.slice(0, SAMPLE_KEYS),
           resized: s.driftKeys.resized.slice(0, SAMPLE_KEYS).map((r) => r.key),
+          refused: s.refusedKeys.slice(0, SAMPLE_KEYS),
         },
         entries: s.entries,
         published: s.published,

@@ -12,6 +12,7 @@ import {
   isInternalKey,
   latestChanges,
   loadRepairProgress,
+  repairProgressKey,
   namespaceOfMarker,
   observeKeys,
   repairResumable,
@@ -158,7 +159,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
   for (const request of work.continuations) {
     const scope: IndexScope = request.namespace ? { root: work.root, namespace: request.namespace } : { root: work.root };
     // At least once: a duplicate continuation of a repair that has finished must not start a new one.
-    if (!request.start && !(await loadRepairProgress(store, scopeBase(scope)))) continue;
+    if (!request.start && !(await loadRepairProgress(store, repairProgressKey(scope.root, scope.namespace)))) continue;
     await healFromListing(rt, scope, remainingMs, progress);
   }
 }

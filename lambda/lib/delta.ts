@@ -1,7 +1,7 @@
 /** Applying a delta of object changes to one index: read, then one conditional write under the datastore lock. */
 import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
-import { partitionOf } from './keys';
+import { isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './live-index';
 import { type PublishOptions, publishIndex } from './publish';
 import { type IndexScope, describeScope, scopeBase } from './root';
@@ -23,6 +23,10 @@ export interface DeltaReport {
   readonly resized: number;
   /** Changes left out because a shard-first root cannot hold their key (no partition). */
   readonly unshardable: number;
+  /** Creations left out because clients refuse their key (see `refusedKeyReason`). */
+  readonly refused: number;
+  /** The refused keys, sorted. */
+  readonly refusedKeys: string[];
   /** Entries in the index afterwards. */
   readonly entries: number;
   readonly published: boolean;
@@ -55,17 +59,21 @@ export async function applyDelta(
   let unshardable = 0;
   let latest: ApplyResult | undefined;
   const planned: ApplyResult[] = [];
+  // A key clients refuse is never added; its removal still applies, so an index that held it loses it.
+  const refusedKeys = [...changes].filter(([rel, c]) => c.kind === 'created' && isRefusedKey(rel)).map(([rel]) => rel).sort();
+  const indexable = refusedKeys.length === 0 ? changes : new Map([...changes].filter(([rel, c]) => !(c.kind === 'created' && isRefusedKey(rel))));
 
   const plan = async (live: LiveIndex) => {
     missingIndex = live.state !== 'valid';
-    if (live.state !== 'valid') return undefined;
-    let effective = changes;
-    if (live.layout === 'shards') {
-      effective = new Map([...changes].filter(([rel]) => partitionOf(rel) !== undefined));
-      unshardable = changes.size - effective.size;
+    if (live.state !== 'valid' || live.hold) return undefined;
+    let effective = indexable;
+    if (live.layout === 'shard-first') {
+      effective = new Map([...indexable].filter(([rel]) => partitionOf(rel) !== undefined));
+      unshardable = indexable.size - effective.size;
     }
     latest = applyChanges(live.index, effective);
-    if (latest.index === live.index) return undefined;
+    // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
+    if (latest.index === live.index) return live.pending ? live.index : undefined;
     planned.push(latest);
     return latest.index;
   };
@@ -84,6 +92,8 @@ export async function applyDelta(
     removed: outcome.published ? (counts?.removed ?? 0) : 0,
     resized: outcome.published ? (counts?.resized ?? 0) : 0,
     unshardable,
+    refused: refusedKeys.length,
+    refusedKeys,
     entries: outcome.index?.entries.size ?? latest?.index.entries.size ?? 0,
     published: outcome.published,
     writes: outcome.writes,

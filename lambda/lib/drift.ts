@@ -49,13 +49,22 @@ export function diffIndex(entries: ReadonlyMap<string, IndexEntry>, listing: Rea
   return { missing, stale, resized };
 }
 
-/** Applies a drift to an index: adds missing entries, drops stale ones, fixes sizes; client fields of kept entries survive. */
-export function healIndex(index: DatastoreIndex | undefined, drift: Drift, listing: ReadonlyMap<string, ListedObject>): DatastoreIndex {
+/**
+ * Applies a drift to an index: adds missing entries, drops stale ones, fixes sizes; client fields of kept
+ * entries survive, and so do those of a missing key's entry in `donors` (e.g. an orphan shard) when its size matches.
+ */
+export function healIndex(
+  index: DatastoreIndex | undefined,
+  drift: Drift,
+  listing: ReadonlyMap<string, ListedObject>,
+  donors?: ReadonlyMap<string, IndexEntry>,
+): DatastoreIndex {
   const healed = index ? cloneIndex(index) : emptyIndex();
   for (const key of drift.stale) healed.entries.delete(key);
   for (const key of drift.missing) {
     const object = listing.get(key);
-    if (object) healed.entries.set(key, entryFor(object));
+    const donor = donors?.get(key);
+    if (object) healed.entries.set(key, donor && donor.size === object.size ? donor : entryFor(object));
   }
   for (const { key } of drift.resized) {
     const object = listing.get(key);

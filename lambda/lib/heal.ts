@@ -1,7 +1,8 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
-import { partitionOf } from './keys';
+import { IndexerError } from './errors';
+import { isRefusedKey, partitionOf } from './keys';
 import { type Layout, type LiveIndex, baseIndexOf, readLiveIndex } from './live-index';
 import { type Lister, type ScopedListing, listScopes, parallelLister } from './list';
 import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
@@ -27,7 +28,12 @@ export interface HealOptions {
   /** Entries this much newer than the listing's start, or newer, are confirmed with HeadObject before removal. @default 300000 */
   readonly clockSkewMs?: number;
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
+  /** Stop with `EmptyDatastoreError` when the root (or namespace) holds no object at all, rather than create an empty index there (a mistyped prefix). @default false */
+  readonly refuseEmpty?: boolean;
 }
+
+/** A repair was asked of a prefix that holds no object at all: most likely a typo, so nothing is created there. */
+export class EmptyDatastoreError extends IndexerError {}
 
 /** What a heal found and did for one index. */
 export interface ScopeReport {
@@ -37,13 +43,23 @@ export interface ScopeReport {
   /** The index's state before the heal. */
   readonly indexState: LiveIndex['state'];
   readonly unreadableReason?: string;
-  /** Data objects in the listing. */
+  /** Data objects in the listing, refused keys apart. */
   readonly objects: number;
   readonly drift: DriftCounts;
   /** The drifting keys, sorted. */
   readonly driftKeys: Drift;
   /** Keys a shard-first root cannot hold (no partition); left out. */
   readonly unshardable: number;
+  /** Keys clients refuse (see `refusedKeyReason`), in the listing or in the index: never indexed, removed from an index that held them. */
+  readonly refused: number;
+  /** The refused keys, sorted. */
+  readonly refusedKeys: string[];
+  /** Why the layout needed a write although its entries were true (an unfinished publish, an orphan shard, a manifest to rebuild). */
+  readonly pending?: string;
+  /** Why the scope was left as it is (a manifest that does not parse and does not say its layout); the heal could not be made. */
+  readonly held?: string;
+  /** Mirror partition files (dual-write) that could not be refreshed. */
+  readonly mirrorFailures: number;
   /** Entries in the index after the heal (for `check`, what it would have). */
   readonly entries: number;
   readonly published: boolean;
@@ -69,6 +85,9 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const listing = options.listing ?? (await listScopes(store, base, lister));
+  if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0 && (await holdsNothing(store, base))) {
+    throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway');
+  }
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
@@ -81,6 +100,12 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
     }
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs };
+}
+
+/** Confirms with one plain ListObjectsV2 request that `base` holds nothing (a missing bucket throws `BucketNotFoundError` here). */
+async function holdsNothing(store: S3Store, base: string): Promise<boolean> {
+  for await (const page of store.listPages({ prefix: base, maxKeys: 1 })) return page.objects.length === 0;
+  return true;
 }
 
 /** Heals one scope's index against its listing. */
@@ -100,13 +125,19 @@ export async function healScope(
   let unshardable = 0;
   // Keys some earlier read of the index held during this heal.
   const indexedBefore = new Set<string>();
+  // A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it.
+  const refusedKeys = new Set<string>();
+  for (const key of listing.keys()) if (isRefusedKey(key)) refusedKeys.add(key);
+  const indexable = refusedKeys.size === 0 ? listing : new Map([...listing].filter(([key]) => !refusedKeys.has(key)));
 
   /** The drift of `live` against the listing, stale entries confirmed gone, unshardable keys set aside. */
   const measure = async (live: LiveIndex): Promise<Drift> => {
     const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
-    const raw = diffIndex(entries, listing);
+    const raw = diffIndex(entries, indexable);
+    for (const key of raw.stale) if (isRefusedKey(key)) refusedKeys.add(key);
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
     const doubtful = raw.stale.filter((key) => {
+      if (isRefusedKey(key)) return false;
       const t = Date.parse(entries.get(key)?.lastModified ?? '');
       return !(t < listingStartedAt - skew);
     });
@@ -119,7 +150,7 @@ export async function healScope(
     });
     const gone = new Set(unindexed.filter((k) => !stillThere.has(k)));
     let missing = gone.size ? raw.missing.filter((k) => !gone.has(k)) : raw.missing;
-    if (live.layout === 'shards') {
+    if (live.layout === 'shard-first') {
       const shardable = missing.filter((k) => partitionOf(k) !== undefined);
       unshardable = missing.length - shardable.length;
       missing = shardable;
@@ -130,8 +161,8 @@ export async function healScope(
   const plan = async (live: LiveIndex): Promise<DatastoreIndex | undefined> => {
     const drift = await measure(live);
     found ??= drift;
-    if (live.state === 'valid' && isClean(drift)) return undefined;
-    return healIndex(baseIndexOf(live), drift, listing);
+    if (live.state === 'valid' && isClean(drift) && !live.pending) return undefined;
+    return healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable);
   };
 
   const name = describeScope(scope);
@@ -139,7 +170,7 @@ export async function healScope(
     const live = await readLiveIndex(store, scope, shardPartitions);
     const next = await plan(live);
     const entries = next ? next.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
-    return report(scope, live, found!, listing.size, unshardable, entries, undefined, Date.now() - started);
+    return report(scope, live, found!, indexable.size, { unshardable, refusedKeys }, entries, undefined, Date.now() - started);
   }
   const outcome = await publishIndex(store, scope, plan, {
     ...options.publish,
@@ -150,7 +181,7 @@ export async function healScope(
     },
   });
   const entries = outcome.index?.entries.size ?? (outcome.before.state === 'valid' ? outcome.before.index.entries.size : 0);
-  return report(scope, outcome.before, found!, listing.size, unshardable, entries, outcome, Date.now() - started);
+  return report(scope, outcome.before, found!, indexable.size, { unshardable, refusedKeys }, entries, outcome, Date.now() - started);
 }
 
 function scopeKey(scope: IndexScope, rel: string): string {
@@ -162,7 +193,7 @@ function report(
   live: LiveIndex,
   drift: Drift,
   objects: number,
-  unshardable: number,
+  left: { readonly unshardable: number; readonly refusedKeys: ReadonlySet<string> },
   entries: number,
   outcome: Awaited<ReturnType<typeof publishIndex>> | undefined,
   publishMs: number,
@@ -176,7 +207,12 @@ function report(
     objects,
     drift: driftCounts(drift),
     driftKeys: drift,
-    unshardable,
+    unshardable: left.unshardable,
+    refused: left.refusedKeys.size,
+    refusedKeys: [...left.refusedKeys].sort(),
+    pending: live.pending,
+    held: live.hold,
+    mirrorFailures: outcome?.mirrorFailures ?? 0,
     entries,
     published: outcome?.published ?? false,
     conflicts: outcome?.conflicts ?? 0,

@@ -4,11 +4,10 @@ import { createWriteStream } from 'node:fs';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { mapLimit } from './concurrency';
-import { PublishConflictError, UnsafeKeyError } from './errors';
+import { IndexerError, PublishConflictError, UnsafeKeyError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { INDEX_KEY } from './keys';
-import { listShardPartitions } from './list';
 import { readLiveIndex } from './live-index';
 import { type DatastoreRoot, type IndexScope, describeScope, scopeBase } from './root';
 import type { S3Store } from './s3';
@@ -16,6 +15,8 @@ import type { S3Store } from './s3';
 /** How to hydrate. */
 export interface HydrateOptions {
   readonly cacheDir: string;
+  /** The folder under `cacheDir` the files land in (a namespace's, as current clients keep it); the index copy stays at `cacheDir`. */
+  readonly subdir?: string;
   /** Parallel downloads. @default 16 */
   readonly concurrency?: number;
   /** Called after each entry is settled (pulled, present, refused or failed). */
@@ -68,7 +69,7 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
   await mapLimit(index.entries.values(), options.concurrency ?? 16, async (entry) => {
     let path: string;
     try {
-      path = cachePathOf(cacheDir, entry.key);
+      path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
     } catch {
       refused.push(entry.key);
       return settle();
@@ -127,14 +128,15 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
   options.onHealed?.(heal);
   const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
   const index = report.index ?? (await indexAfterHeal(store, scope, report));
-  const hydrate = await hydrateCache(store, scope, index, options);
+  // Current clients keep a namespace's files under `<cache>/<namespace>/`.
+  const hydrate = await hydrateCache(store, scope, index, { ...options, subdir: options.namespace });
   return { heal, scope: report, entries: index.entries.size, hydrate };
 }
 
-/** The live index of a scope the heal found true; a shard-first root may lack `_meta.json`, so its shards are found as clients find them. */
+/** The live index of a scope the heal found true. */
 async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeReport): Promise<DatastoreIndex> {
-  const partitions = report.layout === 'shards' ? await listShardPartitions(store, scopeBase(scope)) : undefined;
-  const live = await readLiveIndex(store, scope, partitions);
+  if (report.held) throw new IndexerError(`The index of ${describeScope(scope)} cannot be read: ${report.held}`, 'Fix or remove _index/_meta.json, then run again');
+  const live = await readLiveIndex(store, scope);
   if (live.state !== 'valid') {
     throw new PublishConflictError(
       `The index of ${describeScope(scope)} became ${live.state} right after it was healed`,

@@ -1,12 +1,17 @@
-/** Reading and writing the live index of a scope, in whichever layout the root uses (monolith or shards). */
+/** Reading and writing the live index of a scope, in the layout clients see it in (monolith, dual-write or shard-first). */
+import { mapLimit } from './concurrency';
 import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serializeIndex } from './index-file';
-import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, partitionOf } from './keys';
+import { INDEXER_DIR, INDEX_KEY, SHARD_DIR, SHARD_META_KEY, indexerScopeFolder, partitionOf } from './keys';
 import { listShardPartitions } from './list';
-import { type IndexScope, scopeBase } from './root';
+import { type IndexScope, rootBase, scopeBase } from './root';
 import type { S3Store, StoredObject, WriteCondition } from './s3';
 
-/** Which index layout a scope uses. */
-export type Layout = 'monolith' | 'shards';
+/**
+ * Which index layout a scope uses, decided as clients decide it, from `<scope>/_index/_meta.json` alone:
+ * `shard-first` (version 2: the partition files are the index), `dual-write` (version 1: the monolith is
+ * the index, the partition files mirror it) or `monolith` (no manifest, whatever partition files exist).
+ */
+export type Layout = 'monolith' | 'dual-write' | 'shard-first';
 
 /** The shard-first manifest; unknown fields are kept. */
 export interface ShardMeta {
@@ -16,12 +21,35 @@ export interface ShardMeta {
   [field: string]: unknown;
 }
 
+/** The dual-write manifest: which partition files mirror the monolith. */
+export interface MirrorMeta {
+  version: 1;
+  partitions: string[];
+  [field: string]: unknown;
+}
+
 /** Where the shard layout's pieces stood when read: ETags by partition, and the manifest's. */
 export interface ShardState {
   readonly meta: ShardMeta;
   readonly metaEtag?: string;
   readonly shardEtags: ReadonlyMap<string, string>;
   readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
+  /** Partition files that exist but the manifest does not list: adopted (rewritten with If-Match, then listed). */
+  readonly orphans: ReadonlySet<string>;
+  /** Entries of the orphan files: clients do not see them, but an entry that matches its object keeps its client fields when adopted. */
+  readonly adoptable: ReadonlyMap<string, IndexEntry>;
+  /** Partitions the manifest lists whose file is missing (clients then fail: "index is corrupt"): written again. */
+  readonly missing: ReadonlySet<string>;
+  /** The ETag of the record an earlier publish left when it stopped between its shards and its manifest. */
+  readonly intentEtag?: string;
+}
+
+/** The partition files beside a monolith (dual-write, or left by a writer that died half way). */
+export interface MirrorState {
+  /** The version-1 manifest of a dual-write scope; undefined on a monolith. */
+  readonly meta?: MirrorMeta;
+  /** Partition files known to exist (listed in the manifest or seen in a listing). */
+  readonly files: ReadonlySet<string>;
 }
 
 /** One object of an index that could not be parsed, with its bytes so a copy can be kept. */
@@ -32,21 +60,28 @@ export interface UnreadablePart {
   readonly etag: string;
 }
 
+/** What every read of a live index carries besides its entries. */
+interface LiveLayout {
+  readonly layout: Layout;
+  readonly shards?: ShardState;
+  readonly mirror?: MirrorState;
+  /** Why the layout needs a write even when its entries are true (an unfinished publish, an orphan shard, a manifest to rebuild). */
+  readonly pending?: string;
+  /** Why nothing may be written to this scope: its manifest does not parse and does not say which layout it was. */
+  readonly hold?: string;
+  /** A `_meta.json` that does not parse: a copy is kept before it is rebuilt (or instead, when held). */
+  readonly badManifest?: UnreadablePart;
+}
+
 /**
  * The live index of a scope: absent, unreadable, or valid. Unreadable names its first bad object
  * (`key`, `bytes`, `etag`, `reason`) and lists every bad one in `parts`; `salvaged` holds the entries
  * of the shards that did parse, so their client fields survive the rebuild.
  */
 export type LiveIndex =
-  | { readonly state: 'absent'; readonly layout: Layout; readonly shards?: ShardState }
-  | ({
-      readonly state: 'unreadable';
-      readonly layout: Layout;
-      readonly parts: readonly UnreadablePart[];
-      readonly salvaged?: DatastoreIndex;
-      readonly shards?: ShardState;
-    } & UnreadablePart)
-  | { readonly state: 'valid'; readonly layout: Layout; readonly index: DatastoreIndex; readonly etag?: string; readonly shards?: ShardState };
+  | (LiveLayout & { readonly state: 'absent' })
+  | (LiveLayout & { readonly state: 'unreadable'; readonly parts: readonly UnreadablePart[]; readonly salvaged?: DatastoreIndex } & UnreadablePart)
+  | (LiveLayout & { readonly state: 'valid'; readonly index: DatastoreIndex; readonly etag?: string });
 
 /** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not downloaded or parsed again. */
 export interface KnownIndex {
@@ -59,23 +94,46 @@ export function indexKeyOf(scope: IndexScope): string {
   return scopeBase(scope) + INDEX_KEY;
 }
 
+/** Full key of the record a shard-first publish keeps while its shards are newer than its manifest. */
+export function publishIntentKey(scope: IndexScope): string {
+  return `${rootBase(scope.root)}${INDEXER_DIR}publishing/${indexerScopeFolder(scope.namespace)}.json`;
+}
+
 /** The index a heal builds on: the valid one, or what could be salvaged from an unreadable one. */
 export function baseIndexOf(live: LiveIndex): DatastoreIndex | undefined {
   if (live.state === 'valid') return live.index;
   return live.state === 'unreadable' ? live.salvaged : undefined;
 }
 
-function parseMeta(bytes: Buffer): ShardMeta | undefined {
+/** A `_meta.json` as clients read it: a manifest of version 1 or 2, `ignored` (parses, but clients take it for none), or `unparsable`. */
+type ManifestRead =
+  | { readonly kind: 'v2'; readonly meta: ShardMeta }
+  | { readonly kind: 'v1'; readonly meta: MirrorMeta }
+  | { readonly kind: 'ignored' }
+  | { readonly kind: 'unparsable'; readonly reason: string };
+
+/** Reads manifest bytes exactly as clients do: JSON with `version` 1 or 2 and a `partitions` array, else ignored; bad JSON makes them throw. */
+export function readManifest(bytes: Buffer): ManifestRead {
+  let json: unknown;
   try {
-    const json: unknown = JSON.parse(bytes.toString('utf8'));
-    if (typeof json !== 'object' || json === null) return undefined;
-    const meta = json as Partial<ShardMeta>;
-    if (meta.version !== 2 || !Array.isArray(meta.partitions)) return undefined;
-    const partitions = meta.partitions.filter((p): p is string => typeof p === 'string');
-    return { ...meta, version: 2, partitions, commitSeq: typeof meta.commitSeq === 'number' ? meta.commitSeq : 0 };
-  } catch {
-    return undefined;
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch (err) {
+    return { kind: 'unparsable', reason: `not JSON (${(err as Error).message})` };
   }
+  if (typeof json !== 'object' || json === null) return { kind: 'unparsable', reason: 'not a JSON object' };
+  const meta = json as Record<string, unknown>;
+  if (!Array.isArray(meta.partitions) || (meta.version !== 1 && meta.version !== 2)) return { kind: 'ignored' };
+  const partitions = meta.partitions.filter((p): p is string => typeof p === 'string');
+  if (meta.version === 1) return { kind: 'v1', meta: { ...meta, version: 1, partitions } };
+  return { kind: 'v2', meta: { ...meta, version: 2, partitions, commitSeq: typeof meta.commitSeq === 'number' ? meta.commitSeq : 0 } };
+}
+
+/** What the bytes of an unparsable manifest still say: the version, and the commitSeq, when written plainly. */
+function salvageManifest(bytes: Buffer): { version?: 1 | 2; commitSeq?: number } {
+  const text = bytes.toString('utf8');
+  const version = /"version"\s*:\s*([12])\b/.exec(text);
+  const seq = /"commitSeq"\s*:\s*(\d{1,15})\b/.exec(text);
+  return { version: version ? (Number(version[1]) as 1 | 2) : undefined, commitSeq: seq ? Number(seq[1]) : undefined };
 }
 
 /** A read started before it is known to be needed: dropped, it is aborted and its failure ignored. */
@@ -93,8 +151,9 @@ function speculativeGet(store: S3Store, key: string, options: { readonly ifNoneM
 }
 
 /**
- * Reads a scope's live index. A `_meta.json` of version 2 means shards; so do shard objects
- * seen in a listing (`shardPartitions`) when the manifest is missing, as clients rebuild it then.
+ * Reads a scope's live index in the layout clients would see (see `Layout`). `shardPartitions` are the
+ * partition files a listing saw under `<scope>/_index/`: on a shard-first scope the unlisted ones are
+ * orphans to adopt; beside a monolith they are mirror files to keep fresh. They never decide the layout.
  */
 export async function readLiveIndex(
   store: S3Store,
@@ -106,72 +165,105 @@ export async function readLiveIndex(
   const key = base + INDEX_KEY;
   // Still the version we wrote (same ETag): not downloaded (a conditional read) or at least not parsed again.
   const indexOptions = known ? { ifNoneMatch: known.etag } : {};
-  // The monolith is read alongside the manifest (one round trip, not two) unless listed shards already
-  // decide for shards; when the manifest decides for shards it is aborted, so a stale monolith is not downloaded.
-  const listedShards = shardPartitions !== undefined && shardPartitions.length > 0;
-  const monolith = listedShards ? undefined : speculativeGet(store, key, indexOptions);
+  // The monolith is read alongside the manifest (one round trip, not two); when the manifest says
+  // shard-first it is aborted, so a stale monolith is not downloaded.
+  const monolith = speculativeGet(store, key, indexOptions);
+  let layout: LiveLayout = { layout: 'monolith' };
   try {
     const metaObject = await store.get(base + SHARD_META_KEY);
-    const meta = metaObject ? parseMeta(metaObject.body) : undefined;
-    if (metaObject && !meta) {
-      // A manifest that does not parse still marks a shard-first root if shards exist beside it.
+    const read = metaObject ? readManifest(metaObject.body) : undefined;
+    const listed = new Set(shardPartitions ?? []);
+    if (metaObject && read?.kind === 'unparsable') {
+      const bad: UnreadablePart = { key: base + SHARD_META_KEY, reason: `the manifest _index/_meta.json does not parse: ${read.reason}`, bytes: metaObject.body, etag: metaObject.etag };
+      const salvage = salvageManifest(metaObject.body);
       const partitions = shardPartitions ?? (await listShardPartitions(store, base));
-      if (partitions.length > 0) {
-        monolith?.drop();
-        const seq = /"commitSeq"\s*:\s*(\d+)/.exec(metaObject.body.toString('utf8'));
-        const rebuilt: ShardMeta = { version: 2, partitions: [...partitions].sort(), commitSeq: seq ? Number(seq[1]) : 0 };
-        const shards = await readShards(store, base, rebuilt, metaObject.etag);
-        const bad: UnreadablePart = { key: base + SHARD_META_KEY, reason: 'the shard manifest _meta.json is unreadable', bytes: metaObject.body, etag: metaObject.etag };
+      if (salvage.version === 2 && partitions.length > 0) {
+        monolith.drop();
+        // No client can have seen a commitSeq it does not say; without one, a time is above any a client counted to.
+        const rebuilt: ShardMeta = { version: 2, partitions: [...partitions].sort(), commitSeq: salvage.commitSeq ?? Date.now() };
+        const shards = await readShards(store, scope, rebuilt, metaObject, new Set());
         const parts = [bad, ...(shards.state === 'unreadable' ? shards.parts : [])];
-        const salvaged = shards.state === 'valid' ? shards.index : shards.state === 'unreadable' ? shards.salvaged : undefined;
-        return { state: 'unreadable', layout: 'shards', ...bad, parts, salvaged, shards: shards.shards };
+        const salvaged = baseIndexOf(shards);
+        return { ...shards, state: 'unreadable', ...bad, parts, salvaged, badManifest: bad, pending: 'the manifest is rebuilt from the partition files' };
       }
-    }
-    if (meta || (!metaObject && listedShards)) {
-      monolith?.drop();
-      return await readShards(store, base, meta ?? { version: 2, partitions: [...shardPartitions!].sort(), commitSeq: 0 }, metaObject?.etag);
+      if (salvage.version === 1) {
+        layout = { layout: 'dual-write', mirror: { meta: { version: 1, partitions: [] }, files: new Set(partitions) }, badManifest: bad, pending: 'the manifest is rebuilt from the monolith' };
+      } else {
+        monolith.drop();
+        const hold = `${bad.reason}, and it names no version (1 or 2) to rebuild it by`;
+        return { state: 'unreadable', layout: partitions.length > 0 ? 'shard-first' : 'dual-write', ...bad, parts: [bad], badManifest: bad, hold };
+      }
+    } else if (metaObject && read?.kind === 'v2') {
+      monolith.drop();
+      return await readShards(store, scope, read.meta, metaObject, new Set([...listed].filter((p) => !read.meta.partitions.includes(p))));
+    } else if (read?.kind === 'v1') {
+      layout = { layout: 'dual-write', mirror: { meta: read.meta, files: new Set([...read.meta.partitions, ...listed]) } };
+    } else if (listed.size > 0) {
+      layout = { layout: 'monolith', mirror: { files: listed } };
     }
   } catch (err) {
     // The manifest's error (or the shards') is the one to report, whatever became of the monolith's read.
-    monolith?.drop();
+    monolith.drop();
     throw err;
   }
-  const object = await (monolith?.result ?? store.get(key, indexOptions));
-  if (!object) return { state: 'absent', layout: 'monolith' };
-  if (known && (object.notModified || object.etag === known.etag)) return { state: 'valid', layout: 'monolith', index: known.index, etag: known.etag };
+  const object = await monolith.result;
+  if (!object) return { ...layout, state: 'absent' };
+  if (known && (object.notModified || object.etag === known.etag)) return { ...layout, state: 'valid', index: known.index, etag: known.etag };
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };
-    return { state: 'unreadable', layout: 'monolith', ...bad, parts: [bad] };
+    return { ...layout, state: 'unreadable', ...bad, parts: [bad] };
   }
-  return { state: 'valid', layout: 'monolith', index: parsed.index, etag: object.etag };
+  return { ...layout, state: 'valid', index: parsed.index, etag: object.etag };
 }
 
-async function readShards(store: S3Store, base: string, meta: ShardMeta, metaEtag: string | undefined): Promise<LiveIndex> {
+async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, metaObject: StoredObject, orphans: ReadonlySet<string>): Promise<LiveIndex> {
+  const base = scopeBase(scope);
   const index = emptyIndex();
   const shardEtags = new Map<string, string>();
   const byPartition = new Map<string, Map<string, IndexEntry>>();
-  const objects = await Promise.all(meta.partitions.map(async (p) => [p, await store.get(`${base}${SHARD_DIR}${p}.json`)] as const));
-  const shards: ShardState = { meta, metaEtag, shardEtags, byPartition };
+  const all = [...meta.partitions, ...orphans];
+  const [intent, objects] = await Promise.all([
+    store.head(publishIntentKey(scope)),
+    Promise.all(all.map(async (p) => [p, await store.get(`${base}${SHARD_DIR}${p}.json`)] as const)),
+  ]);
+  const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
+  const adoptable = new Map<string, IndexEntry>();
+  const shards: ShardState = { meta, metaEtag: metaObject.etag, shardEtags, byPartition, orphans, adoptable, missing, intentEtag: intent?.etag };
   // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
   for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
   const parts: UnreadablePart[] = [];
+  let newer: string | undefined;
   for (const [partition, object] of objects) {
     const entries = new Map<string, IndexEntry>();
     byPartition.set(partition, entries);
     if (!object) continue;
+    // A shard written after the manifest: a publish stopped before its manifest, so clients may skip that shard.
+    if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
     const parsed = parseIndex(object.body);
     if (!parsed.ok) {
       parts.push({ key: `${base}${SHARD_DIR}${partition}.json`, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag });
       continue;
     }
+    // What clients see is what the manifest lists; an orphan's entries only wait to be adopted.
+    const into = orphans.has(partition) ? adoptable : index.entries;
     for (const [k, entry] of parsed.index.entries) {
       entries.set(k, entry);
-      index.entries.set(k, entry);
+      into.set(k, entry);
     }
   }
-  if (parts.length > 0) return { state: 'unreadable', layout: 'shards', ...parts[0], parts, salvaged: index, shards };
-  return { state: 'valid', layout: 'shards', index, etag: metaEtag, shards };
+  const pending = intent
+    ? 'an earlier publish stopped between its shards and its manifest'
+    : missing.size > 0
+      ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
+      : orphans.size > 0
+      ? `partition files not in the manifest: ${[...orphans].sort().join(', ')}`
+      : newer !== undefined
+        ? `shard ${newer} is newer than the manifest`
+        : undefined;
+  const layout: LiveLayout = { layout: 'shard-first', shards, pending };
+  if (parts.length > 0) return { ...layout, state: 'unreadable', ...parts[0], parts, salvaged: index };
+  return { ...layout, state: 'valid', index, etag: metaObject.etag };
 }
 
 /** The condition that replaces exactly the version we read, or creates when there was none. */
@@ -179,39 +271,132 @@ function conditionFor(etag: string | undefined): WriteCondition {
   return etag ? { ifMatch: etag } : { ifNoneMatch: '*' };
 }
 
-/** Writes `next` in the scope's layout, conditioned on what was read; 'conflict' when a write lost its race. */
+/** How a write of an index went: written, or which object's conditional write lost its race. */
+export type IndexWriteResult = { readonly status: 'written' } | { readonly status: 'conflict'; readonly key: string };
+
+/** A partition file the mirror of a monolith could not refresh (clients treat those writes as best effort too). */
+export interface MirrorFailure {
+  readonly key: string;
+  readonly error: string;
+}
+
+/** Hooks of `writeIndex`. */
+export interface WriteHooks {
+  /** The monolith was written and S3 gave it this ETag. */
+  readonly onMonolithWritten?: (etag: string) => void;
+  /** A mirror partition file or the version-1 manifest could not be written. */
+  readonly onMirrorFailed?: (failure: MirrorFailure) => void;
+}
+
+/**
+ * Writes `next` in the scope's layout, conditioned on what was read: the monolith (and, beside it, the
+ * partition files of every partition that changed, plus the version-1 manifest of a dual-write scope, as a
+ * client's push does), or the changed shards then a manifest with a higher `commitSeq`.
+ */
 export async function writeIndex(
   store: S3Store,
   scope: IndexScope,
   live: LiveIndex,
   next: DatastoreIndex,
   conditional: boolean,
-  onMonolithWritten?: (etag: string) => void,
-): Promise<'written' | 'conflict'> {
+  hooks: WriteHooks = {},
+): Promise<IndexWriteResult> {
   const base = scopeBase(scope);
-  if (live.layout === 'monolith') {
+  if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
+  if (live.layout !== 'shard-first') {
     const etag = live.state === 'absent' ? undefined : live.etag;
     const result = await store.put(base + INDEX_KEY, serializeIndex(next), conditional ? conditionFor(etag) : undefined);
-    if (result.status === 'written' && result.etag) onMonolithWritten?.(result.etag);
-    return result.status;
+    if (result.status === 'conflict') return { status: 'conflict', key: base + INDEX_KEY };
+    if (result.etag) hooks.onMonolithWritten?.(result.etag);
+    if (live.mirror) await writeMirror(store, base, live, next, hooks);
+    return { status: 'written' };
   }
   const shards = live.shards!;
   const grouped = groupByPartition(next.entries);
-  const partitions = new Set([...shards.meta.partitions, ...grouped.keys()]);
-  for (const partition of [...partitions].sort()) {
-    const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
+  const partitions = new Set([...shards.meta.partitions, ...shards.orphans, ...grouped.keys()]);
+  const changed = [...partitions].sort().filter((partition) => {
     const key = `${base}${SHARD_DIR}${partition}.json`;
     const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
-    if (!unreadable && sameEntries(shards.byPartition.get(partition), entries)) continue;
+    return unreadable || shards.orphans.has(partition) || shards.missing.has(partition) || !sameEntries(shards.byPartition.get(partition), grouped.get(partition) ?? new Map());
+  });
+  const intentKey = publishIntentKey(scope);
+  // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
+  if (changed.length > 0 && !shards.intentEtag) {
+    await store.put(intentKey, JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }));
+  }
+  for (const partition of changed) {
+    const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
+    const key = `${base}${SHARD_DIR}${partition}.json`;
     const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
-    const etag = shards.shardEtags.get(partition);
-    const result = await store.put(`${base}${SHARD_DIR}${partition}.json`, body, conditional ? conditionFor(etag) : undefined);
-    if (result.status === 'conflict') return 'conflict';
+    const status = await putAdopting(store, key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
+    if (status === 'conflict') return { status: 'conflict', key };
   }
   // Clients skip a change unless commitSeq moves on, and read only the partitions listed.
   const meta: ShardMeta = { ...shards.meta, version: 2, partitions: [...partitions].sort(), commitSeq: shards.meta.commitSeq + 1 };
-  const result = await store.put(base + SHARD_META_KEY, JSON.stringify(meta), conditional ? conditionFor(shards.metaEtag) : undefined);
-  return result.status;
+  const metaKey = base + SHARD_META_KEY;
+  const result = await store.put(metaKey, JSON.stringify(meta), conditional ? conditionFor(shards.metaEtag) : undefined);
+  if (result.status === 'conflict') return { status: 'conflict', key: metaKey };
+  // Gone or not, the manifest is written: a record left behind costs one more commitSeq, never a lost change.
+  if (changed.length > 0 || shards.intentEtag) await store.delete(intentKey).catch(() => undefined);
+  return { status: 'written' };
+}
+
+/**
+ * A conditional write that adopts what it finds: a create (`If-None-Match`) that loses because the object
+ * exists (an orphan left by a writer that died) is retried as a replace of exactly that version.
+ */
+async function putAdopting(store: S3Store, key: string, body: Buffer, condition: WriteCondition | undefined): Promise<'written' | 'conflict'> {
+  const result = await store.put(key, body, condition);
+  if (result.status === 'written' || !condition || !('ifNoneMatch' in condition)) return result.status;
+  const existing = await store.head(key);
+  if (!existing) return 'conflict';
+  return (await store.put(key, body, { ifMatch: existing.etag })).status;
+}
+
+/** The partitions whose entries differ between two indexes (all of them when there was no readable index before). */
+function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIndex): Set<string> {
+  const touched = new Set<string>();
+  const note = (key: string): void => {
+    const partition = partitionOf(key);
+    if (partition !== undefined) touched.add(partition);
+  };
+  if (!before) {
+    for (const key of next.entries.keys()) note(key);
+    return touched;
+  }
+  for (const [key, entry] of next.entries) if (before.entries.get(key) !== entry) note(key);
+  for (const key of before.entries.keys()) if (!next.entries.has(key)) note(key);
+  return touched;
+}
+
+/**
+ * Refreshes the partition files beside a monolith as a client's push does: each touched partition's file
+ * (`{version: 1, entries}`), then for dual-write the version-1 manifest listing every partition. Best effort,
+ * as for clients (the monolith is the truth); a failure is reported through `onMirrorFailed`.
+ * Beside a plain monolith only partition files that already exist are refreshed, and no manifest is made.
+ */
+async function writeMirror(store: S3Store, base: string, live: LiveIndex, next: DatastoreIndex, hooks: WriteHooks): Promise<void> {
+  const mirror = live.mirror!;
+  const dualWrite = live.layout === 'dual-write';
+  const grouped = groupByPartition(next.entries);
+  const touched = touchedPartitions(live.state === 'valid' && !live.badManifest ? live.index : undefined, next);
+  const targets = [...touched].filter((p) => (dualWrite ? grouped.has(p) || mirror.files.has(p) : mirror.files.has(p))).sort();
+  const attempt = async (key: string, body: string): Promise<void> => {
+    try {
+      await store.put(key, body);
+    } catch (err) {
+      hooks.onMirrorFailed?.({ key, error: (err as Error).message });
+    }
+  };
+  await mapLimit(targets, 8, (partition) => {
+    // A partition emptied by this change keeps a file with no entries rather than a stale one.
+    const entries = Object.fromEntries(grouped.get(partition) ?? new Map<string, IndexEntry>());
+    return attempt(`${base}${SHARD_DIR}${partition}.json`, JSON.stringify({ version: 1, entries }));
+  });
+  if (dualWrite && grouped.size > 0) {
+    const meta: MirrorMeta = { version: 1, partitions: [...grouped.keys()].sort() };
+    await attempt(base + SHARD_META_KEY, JSON.stringify(meta));
+  }
 }
 
 /** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */

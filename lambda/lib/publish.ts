@@ -1,8 +1,8 @@
 /** Publishing an index safely: under the datastore lock, with conditional writes, re-checked until it holds. */
 import { PublishConflictError } from './errors';
 import type { DatastoreIndex } from './index-file';
-import { CONTROL_DIR, LOCK_KEY } from './keys';
-import { type KnownIndex, type LiveIndex, readLiveIndex, writeIndex } from './live-index';
+import { INDEXER_DIR, LOCK_KEY, indexerScopeFolder } from './keys';
+import { type IndexWriteResult, type KnownIndex, type LiveIndex, type UnreadablePart, readLiveIndex, writeIndex } from './live-index';
 import { type LockOptions, withLock } from './lock';
 import { type IndexScope, rootBase, scopeBase } from './root';
 import { ConditionalWritesUnsupportedError, type S3Store } from './s3';
@@ -12,11 +12,13 @@ export type Planner = (live: LiveIndex) => Promise<DatastoreIndex | undefined>;
 
 /** Structured events a caller may log. */
 export type PublishEvent =
-  | { readonly event: 'conflict'; readonly attempt: number }
+  | { readonly event: 'conflict'; readonly attempt: number; readonly key: string }
   | { readonly event: 'lock-wait'; readonly holder: string; readonly waitedMs: number }
   | { readonly event: 'conditional-writes-unsupported' }
   | { readonly event: 'kept-unreadable-copy'; readonly copyKey: string; readonly reason: string }
-  | { readonly event: 'erased'; readonly round: number };
+  | { readonly event: 'erased'; readonly round: number }
+  | { readonly event: 'mirror-failed'; readonly key: string; readonly error: string }
+  | { readonly event: 'held'; readonly reason: string };
 
 /** How to publish. */
 export interface PublishOptions {
@@ -25,7 +27,7 @@ export interface PublishOptions {
   readonly maxAttempts?: number;
   /** Re-checks after a write, re-applying what a racing writer erased; 0 stops at the write. @default 2 */
   readonly convergeRounds?: number;
-  /** Shard partitions a listing saw, so a shard-first root without `_meta.json` is still read as shards. */
+  /** Partition files a listing saw under `_index/`: orphans to adopt on a shard-first scope, mirror files beside a monolith. */
   readonly shardPartitions?: readonly string[];
   readonly onEvent?: (event: PublishEvent) => void;
 }
@@ -47,6 +49,8 @@ export interface PublishOutcome {
   readonly before: LiveIndex;
   /** The index as written last, when written. */
   readonly index?: DatastoreIndex;
+  /** Mirror partition files (or version-1 manifests) that could not be refreshed. */
+  readonly mirrorFailures: number;
 }
 
 /** True when two reads found the same index version: both absent, or the same single object with the same ETag. */
@@ -63,10 +67,23 @@ function jitter(attempt: number): number {
   return cap / 2 + Math.random() * (cap / 2);
 }
 
-/** Key under `_control/` where an unreadable index is kept before it is replaced. */
+/** Key in the root's `_control/datastore-indexer/unreadable/<root | ns/<ns>>/` where an unreadable index object is kept before it is replaced. */
 export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = new Date()): string {
   const name = sourceKey.slice(scopeBase(scope).length).replace(/\//g, '~');
-  return `${scopeBase(scope)}${CONTROL_DIR}unreadable/${now.toISOString().replace(/[:.]/g, '-')}-${name}`;
+  const folder = `${rootBase(scope.root)}${INDEXER_DIR}unreadable/${indexerScopeFolder(scope.namespace)}/`;
+  return `${folder}${now.toISOString().replace(/[:.]/g, '-')}-${name}`;
+}
+
+/** Key of the one copy kept of a held object's version (see `LiveIndex.hold`), beside the other unreadable copies. */
+export function heldCopyKey(scope: IndexScope, part: UnreadablePart): string {
+  return unreadableCopyKey(scope, part.key).replace(/[^/]*$/, `held-${part.etag}-${part.key.slice(scopeBase(scope).length).replace(/\//g, '~')}`);
+}
+
+/** The objects of a live index that do not parse and of which a copy is kept before anything replaces them. */
+function unreadablePartsOf(live: LiveIndex): UnreadablePart[] {
+  const parts = live.state === 'unreadable' ? [...live.parts] : [];
+  if (live.badManifest && !parts.some((p) => p.etag === live.badManifest!.etag && p.key === live.badManifest!.key)) parts.unshift(live.badManifest);
+  return parts;
 }
 
 /**
@@ -81,16 +98,37 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
   const before = await readLiveIndex(store, scope, options.shardPartitions);
   let live = before;
   let next = await plan(live);
+  let keptCopy: string | undefined;
+  const keptEtags = new Set<string>();
+  const keepCopies = async (of: LiveIndex): Promise<void> => {
+    for (const part of unreadablePartsOf(of)) {
+      if (keptEtags.has(part.etag)) continue;
+      // What is held stays in place and every run meets it again: one copy per version, named by its ETag.
+      const copyKey = of.hold ? heldCopyKey(scope, part) : unreadableCopyKey(scope, part.key);
+      await store.put(copyKey, part.bytes, of.hold ? { ifNoneMatch: '*' } : undefined, 'application/octet-stream').catch((err: unknown) => {
+        if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
+        return store.put(copyKey, part.bytes, undefined, 'application/octet-stream');
+      });
+      keptEtags.add(part.etag);
+      keptCopy ??= copyKey;
+      emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
+    }
+  };
+  let mirrorFailures = 0;
+  if (before.hold) {
+    // Unsure what the scope was: a copy of what does not parse (when a write was wanted), a report, nothing rewritten.
+    if (next) await keepCopies(before);
+    emit({ event: 'held', reason: before.hold });
+    return { published: false, writes: 0, conflicts: 0, lockWaits: 0, keptCopy, conditional: true, before, mirrorFailures };
+  }
   // The last plan and the index version it was made for: re-read unchanged under the lock, it stands.
   let planned: { readonly live: LiveIndex; readonly next: DatastoreIndex | undefined } | undefined = { live, next };
   let known: KnownIndex | undefined;
   let writes = 0;
   let conflicts = 0;
   let lockWaits = 0;
-  let keptCopy: string | undefined;
   let conditional = true;
   let written: DatastoreIndex | undefined;
-  const keptEtags = new Set<string>();
   const lockOptions: LockOptions = {
     ...options.lock,
     onWait: (holder, waitedMs) => {
@@ -113,37 +151,42 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
         next = planned && sameVersion(planned.live, live) ? planned.next : await plan(live);
         planned = undefined;
         if (!next) return;
-        if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
-        for (const part of live.state === 'unreadable' ? live.parts : []) {
-          if (keptEtags.has(part.etag)) continue;
-          const copyKey = unreadableCopyKey(scope, part.key);
-          await store.put(copyKey, part.bytes, undefined, 'application/octet-stream');
-          keptEtags.add(part.etag);
-          keptCopy ??= copyKey;
-          emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
+        if (live.hold) {
+          await keepCopies(live);
+          emit({ event: 'held', reason: live.hold });
+          next = undefined;
+          return;
         }
+        if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
+        await keepCopies(live);
         const index = next;
-        const remember = (etag: string): void => void (known = { etag, index });
-        let status: 'written' | 'conflict';
+        const hooks = {
+          onMonolithWritten: (etag: string): void => void (known = { etag, index }),
+          onMirrorFailed: ({ key, error }: { key: string; error: string }): void => {
+            mirrorFailures++;
+            emit({ event: 'mirror-failed', key, error });
+          },
+        };
+        let result: IndexWriteResult;
         try {
-          status = await writeIndex(store, scope, live, index, conditional, remember);
+          result = await writeIndex(store, scope, live, index, conditional, hooks);
         } catch (err) {
           if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
           conditional = false;
           emit({ event: 'conditional-writes-unsupported' });
-          status = await writeIndex(store, scope, live, index, false, remember);
+          result = await writeIndex(store, scope, live, index, false, hooks);
         }
-        if (status === 'written') {
+        if (result.status === 'written') {
           writes++;
           written = next;
           return;
         }
         conflicts++;
-        emit({ event: 'conflict', attempt });
+        emit({ event: 'conflict', attempt, key: result.key });
         if (attempt + 1 >= maxAttempts) {
           throw new PublishConflictError(
-            `The index ${scopeBase(scope)}.datastore-index.json kept changing: ${conflicts} conditional writes lost their race`,
-            'Another writer is not honouring the datastore lock; retry later',
+            `The index object s3://${store.bucket}/${result.key} kept changing under the datastore lock: ${conflicts} conditional writes lost their race`,
+            'A writer that does not take the datastore lock is rewriting it; find it (S3 server access logs name it) and retry later',
           );
         }
         await sleep(jitter(attempt));
@@ -158,5 +201,5 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     planned = { live, next };
     known = undefined;
   }
-  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, index: written };
+  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, index: written, mirrorFailures };
 }

@@ -1,22 +1,32 @@
 /**
  * A full repair that may outlive one invocation: the listing stops when time runs short, what was listed
- * is saved under `_control/`, and a later run resumes after the last key. Nothing is published until the
+ * is saved under the root's `_control/datastore-indexer/repair/`, and a later run resumes after the last key. Nothing is published until the
  * listing is complete: a partial listing is never published as a complete index.
  */
 import { mapLimit } from './concurrency';
 import { type HealOptions, type HealReport, healRoot } from './heal';
 import type { IndexEntry, ListedObject } from './index-file';
-import { CONTROL_DIR } from './keys';
+import { INDEXER_DIR, indexerScopeFolder } from './keys';
 import { type Lister, listScopes } from './list';
 import { isoTime } from './list-xml';
 import { baseIndexOf, readLiveIndex } from './live-index';
 import { type DatastoreRoot, type IndexScope, rootBase } from './root';
 import type { ListPage, S3Store } from './s3';
 
-/** Where a repair's progress lives, relative to the root (or namespace) it lists. */
-export const REPAIR_PROGRESS_KEY = `${CONTROL_DIR}repair-progress.json`;
-/** Where the pages listed so far are kept, one part per invocation. */
-export const REPAIR_PARTS_DIR = `${CONTROL_DIR}repair-listing/`;
+/** Where a repair's progress lives, relative to the root, for the root's own listing (`repairProgressKey` for any). */
+export const REPAIR_PROGRESS_KEY = `${INDEXER_DIR}repair/root/progress.json`;
+/** Where the pages of the root's own listing are kept, one part per invocation (`repairPartsDir` for any). */
+export const REPAIR_PARTS_DIR = `${INDEXER_DIR}repair/root/listing/`;
+
+/** Full key of the progress of a repair of the root (or of one namespace): always in the root's indexer folder. */
+export function repairProgressKey(root: DatastoreRoot, namespace?: string): string {
+  return `${rootBase(root)}${INDEXER_DIR}repair/${indexerScopeFolder(namespace)}/progress.json`;
+}
+
+/** Full key of the folder holding the saved listing parts of a repair of the root (or of one namespace). */
+export function repairPartsDir(root: DatastoreRoot, namespace?: string): string {
+  return `${rootBase(root)}${INDEXER_DIR}repair/${indexerScopeFolder(namespace)}/listing/`;
+}
 
 /** The saved state of an unfinished listing. */
 export interface RepairProgress {
@@ -80,9 +90,9 @@ function isProgress(value: unknown): value is RepairProgress {
   );
 }
 
-/** The saved progress of a repair of `base`, or undefined when there is none (or it is unusable or too old). */
-export async function loadRepairProgress(store: S3Store, base: string, maxAgeMs = 86_400_000): Promise<RepairProgress | undefined> {
-  const object = await store.get(base + REPAIR_PROGRESS_KEY);
+/** The saved progress at `progressKey` (see `repairProgressKey`), or undefined when there is none (or it is unusable or too old). */
+export async function loadRepairProgress(store: S3Store, progressKey: string, maxAgeMs = 86_400_000): Promise<RepairProgress | undefined> {
+  const object = await store.get(progressKey);
   if (!object) return undefined;
   let parsed: unknown;
   try {
@@ -119,7 +129,7 @@ const memoryLister =
 
 /**
  * Lists a root (or one namespace) until done or until time runs short. When short, `repair` saves what it
- * listed under `<base>_control/` and returns `incomplete`; the next run resumes after the last key. Once the
+ * listed under the root's `_control/datastore-indexer/repair/` and returns `incomplete`; the next run resumes after the last key. Once the
  * listing is complete it heals exactly like `healRoot` (stale entries confirmed with HeadObject), after
  * confirming with HeadObject the drift of objects listed in earlier runs, which may have changed since, and
  * then removes the saved progress.
@@ -132,7 +142,8 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const reserveMs = options.reserveMs ?? 60_000;
   const saving = options.mode === 'repair';
-  let progress = saving ? await loadRepairProgress(store, base, options.maxProgressAgeMs) : undefined;
+  const progressKey = repairProgressKey(root, options.namespace);
+  let progress = saving ? await loadRepairProgress(store, progressKey, options.maxProgressAgeMs) : undefined;
   let earlier: Listed[] = [];
   if (progress) {
     const loaded = await loadParts(store, progress.parts);
@@ -157,7 +168,7 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
   if (stopped) {
     const objectsListed = earlier.length + fresh.length;
     if (!saving) return { status: 'incomplete', objectsListed, lastKey: lastKey ?? '', invocations, listingMs: Date.now() - runStarted };
-    const partKey = `${base}${REPAIR_PARTS_DIR}${String(invocations).padStart(5, '0')}-${runStarted}.json`;
+    const partKey = `${repairPartsDir(root, options.namespace)}${String(invocations).padStart(5, '0')}-${runStarted}.json`;
     const rows: PartRow[] = fresh.map((o) => [o.key, o.size, o.lastModified, o.etag]);
     await store.put(partKey, JSON.stringify(rows));
     const next: RepairProgress = {
@@ -169,8 +180,8 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
       parts: [...(progress?.parts ?? []), partKey],
       updatedAt: new Date().toISOString(),
     };
-    await store.put(base + REPAIR_PROGRESS_KEY, JSON.stringify(next));
-    return { status: 'incomplete', progressKey: base + REPAIR_PROGRESS_KEY, objectsListed, lastKey: next.lastKey, invocations, listingMs: Date.now() - runStarted };
+    await store.put(progressKey, JSON.stringify(next));
+    return { status: 'incomplete', progressKey, objectsListed, lastKey: next.lastKey, invocations, listingMs: Date.now() - runStarted };
   }
 
   const all = [...earlier, ...fresh];
@@ -180,8 +191,9 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
   const report = await healRoot(store, root, { ...options, listing });
   if (saving) {
     // Progress first: parts without progress are ignored, progress without parts is dropped.
-    if (progress) await store.delete(base + REPAIR_PROGRESS_KEY);
-    const leftovers = all.filter((o) => o.key.startsWith(base + REPAIR_PARTS_DIR)).map((o) => o.key);
+    if (progress) await store.delete(progressKey);
+    const partsDir = repairPartsDir(root, options.namespace);
+    const leftovers = all.filter((o) => o.key.startsWith(partsDir)).map((o) => o.key);
     await mapLimit(new Set([...(progress?.parts ?? []), ...leftovers]), 8, (key) => store.delete(key));
   }
   return { status: 'complete', report, invocations, confirmed };

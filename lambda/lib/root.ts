@@ -57,7 +57,12 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) {
     throw new ConfigError(`Datastore config "endpoint" must be an http(s) URL, got "${endpoint}"`);
   }
-  return { bucket, prefix: str('prefix'), region: str('region'), endpoint, forcePathStyle: fps };
+  const prefix = str('prefix');
+  // `swamp/../swamp` or `a//b` would be written literally as keys no client reads.
+  if (normalizePrefix(prefix).split('/').some((s) => s === '.' || s === '..' || (s === '' && normalizePrefix(prefix) !== ''))) {
+    throw new ConfigError(`Datastore config "prefix" must not hold "." or ".." or empty segments, got "${prefix}"`, 'Give the prefix exactly as clients use it, e.g. "swamp" or "team/swamp"');
+  }
+  return { bucket, prefix, region: str('region'), endpoint, forcePathStyle: fps };
 }
 
 /**

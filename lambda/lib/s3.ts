@@ -140,6 +140,19 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }
 
+/** An answer to ListObjectsV2 that is not an S3 listing (a web page, a proxy's error page). */
+export class NotAListingError extends IndexerError {}
+
+function notAListing(request: unknown, bytes: Buffer): NotAListingError {
+  const r = request as { protocol?: string; hostname?: string; port?: number; path?: string };
+  const endpoint = `${r.protocol ?? 'https:'}//${r.hostname ?? '?'}${r.port ? `:${r.port}` : ''}${r.path ?? ''}`;
+  const start = JSON.stringify(bytes.subarray(0, 60).toString('utf8'));
+  return new NotAListingError(
+    `The endpoint ${endpoint} answered ListObjectsV2 with something that is not an S3 listing (it starts ${start}); nothing was written`,
+    'Check --endpoint (and --force-path-style): it must be the S3 API itself, not a web console or a proxy page',
+  );
+}
+
 /** What the SDK reads when the fast reader already parsed a listing. */
 const EMPTY_LIST_RESULT = new TextEncoder().encode('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult></ListBucketResult>');
 
@@ -255,6 +268,8 @@ export class S3Store {
             if (response.statusCode !== undefined && response.statusCode >= 200 && response.statusCode < 300) {
               const bytes = await collectBody(response.body);
               fast = parseListObjectsV2(bytes);
+              // A web page or a proxy's answer with status 200 is no listing: never read it as an empty bucket.
+              if (!fast && !bytes.includes('<ListBucketResult')) throw notAListing(args.request, bytes);
               // Parsed: the SDK gets an empty result to read. Not recognised: it gets the bytes back.
               response.body = fast ? EMPTY_LIST_RESULT : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
             }

@@ -67,7 +67,10 @@ describe('datastore-indexer check and repair', () => {
           stale: 2,
           resized: 1,
           unshardable: 0,
-          keys: { missing: [missing[0]], stale: [stale[0]], resized: [{ key: resized.key, indexSize: resized.size + 7, objectSize: resized.size }] },
+          refused: 0,
+          pending: null,
+          held: null,
+          keys: { missing: [missing[0]], stale: [stale[0]], resized: [{ key: resized.key, indexSize: resized.size + 7, objectSize: resized.size }], refused: [] },
         },
       ],
       seconds: expect.any(Number),
@@ -153,7 +156,7 @@ describe('datastore-indexer check and repair', () => {
     expect(repair.code).toBe(0);
     const report = JSON.parse(repair.stdout);
     expect(report).toMatchObject({ command: 'repair', published: true, indexes: [{ before: 'unreadable', published: true, added: 5 }] });
-    expect(report.indexes[0].keptCopy).toMatch(/^swamp\/_control\/unreadable\//);
+    expect(report.indexes[0].keptCopy).toMatch(/^swamp\/_control\/datastore-indexer\/unreadable\/root\//);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
   });
 

@@ -50,13 +50,9 @@ describe('DatastoreIndexer IAM', () => {
           Action: 's3:DeleteObject',
           Resource: [
             importedArn('/swamp/.datastore.lock'),
-            importedArn('/swamp/*/.datastore.lock'),
-            importedArn('/swamp/_control/*'),
-            importedArn('/swamp/*/_control/*'),
+            importedArn('/swamp/_control/datastore-indexer/*'),
             importedArn('/infra/.datastore.lock'),
-            importedArn('/infra/*/.datastore.lock'),
-            importedArn('/infra/_control/*'),
-            importedArn('/infra/*/_control/*'),
+            importedArn('/infra/_control/datastore-indexer/*'),
           ],
         },
       ],
@@ -76,13 +72,35 @@ describe('DatastoreIndexer IAM', () => {
           Action: 's3:DeleteObject',
           Resource: [
             importedArn('/.datastore.lock'),
-            importedArn('/*/.datastore.lock'),
-            importedArn('/_control/*'),
-            importedArn('/*/_control/*'),
+            importedArn('/_control/datastore-indexer/*'),
           ],
         },
       ],
     });
+  });
+
+  test('no delete pattern matches a data key or a client control record: IAM `*` crosses `/`', () => {
+    const { template } = indexerStack({ prefixes: ['swamp'] });
+    const document = propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument as { Statement: { Sid: string; Resource: unknown }[] };
+    const statement = document.Statement.find((s) => s.Sid === 'DeleteLocksAndControlKeys')!;
+    // The object key part of each ARN, as an IAM glob: `*` matches anything, slashes included.
+    const patterns = asList(statement.Resource).map((r) => {
+      const key = JSON.stringify(r).match(/:::[^/"]+\/([^"]*)"/)![1];
+      return new RegExp(`^${key.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*')}$`);
+    });
+    const deletable = (key: string): boolean => patterns.some((p) => p.test(key));
+    const never = [
+      'swamp/data/aws/x/_control/y',
+      'swamp/team/data/x/.datastore.lock',
+      'swamp/data/.datastore.lock',
+      'swamp/team/_control/datastore-indexer/x',
+      'swamp/_control/workflow-state/run-1',
+      'swamp/.datastore-index.json',
+      'swamp/_index/_meta.json',
+      'swamp-other/.datastore.lock',
+    ];
+    expect(never.filter(deletable)).toEqual([]);
+    expect(['swamp/.datastore.lock', 'swamp/_control/datastore-indexer/unreadable/ns/team/x', 'swamp/_control/datastore-indexer/repair/root/progress.json'].every(deletable)).toBe(true);
   });
 
   test('the function role itself holds only its log group and its queue', () => {

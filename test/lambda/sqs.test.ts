@@ -226,7 +226,7 @@ describe('roots without a usable index', () => {
     expect(run.result.batchItemFailures).toEqual([]);
     expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
     const { listKeys } = await import('../helpers/s3');
-    expect((await listKeys(store, 'u/_control/unreadable/')).length).toBe(1);
+    expect((await listKeys(store, 'u/_control/datastore-indexer/unreadable/root/')).length).toBe(1);
   });
 });
 

@@ -92,7 +92,7 @@ describe('applyDelta on a shard-first index', () => {
 
     const report = await applyDelta(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 's' } }, changes);
 
-    expect(report).toMatchObject({ status: 'applied', layout: 'shards', added: 2, unshardable: 1, published: true });
+    expect(report).toMatchObject({ status: 'applied', layout: 'shard-first', added: 2, unshardable: 1, published: true });
     expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual({ version: 2, partitions: ['_root', 'audit', 'files', 'logs'], commitSeq: 42 });
     expect([...(await readIndex(store, 's/_index/logs.json'))!.entries.keys()]).toEqual(['logs/a.log', 'logs/b.log']);
     expect([...(await readIndex(store, 's/_index/_root.json'))!.entries.keys()]).toEqual(['notes.md']);

@@ -178,7 +178,7 @@ describe('healRoot on an unreadable index', () => {
     ['a JSON array', '[{"key":"data/a/b/c"}]'],
     ['foreign JSON', '{"foo":1}'],
     ['a wrong entry shape', '{"version":1,"entries":{"logs/x.log":{"key":"logs/x.log","size":"big"}}}'],
-  ])('keeps a copy of %s under _control/unreadable/ before writing the rebuilt index', async (_what, body) => {
+  ])('keeps a copy of %s under _control/datastore-indexer/unreadable/root/ before writing the rebuilt index', async (_what, body) => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'root', objects: 5 });
     await putObject(store, seeded.indexKey(), body);
@@ -187,9 +187,9 @@ describe('healRoot on an unreadable index', () => {
 
     const report = await healRoot(healer, seeded.root, { mode: 'repair' });
 
-    const copies = await listKeys(store, 'root/_control/unreadable/');
+    const copies = await listKeys(store, 'root/_control/datastore-indexer/unreadable/root/');
     expect(copies).toHaveLength(1);
-    expect(copies[0]).toMatch(/^root\/_control\/unreadable\/\d{4}-\d\d-\d\dT[\d-]+Z-\.datastore-index\.json$/);
+    expect(copies[0]).toMatch(/^root\/_control\/datastore-indexer\/unreadable\/root\/\d{4}-\d\d-\d\dT[\d-]+Z-\.datastore-index\.json$/);
     expect((await readObject(store, copies[0]))!.equals(Buffer.from(body))).toBe(true);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
     const root = scopeReport(report.scopes);
@@ -201,12 +201,12 @@ describe('healRoot on an unreadable index', () => {
     expect(puts.indexOf(copies[0])).toBeLessThan(puts.indexOf(seeded.indexKey()));
     // the copy is internal: a second repair neither indexes it nor copies again
     await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
-    expect(await listKeys(store, 'root/_control/unreadable/')).toEqual(copies);
+    expect(await listKeys(store, 'root/_control/datastore-indexer/unreadable/root/')).toEqual(copies);
   });
 });
 
 describe('healRoot on an unreadable namespace index', () => {
-  it('keeps the copy inside the namespace and rebuilds only that index', async () => {
+  it("keeps the copy in the root's indexer folder, named by the namespace, and rebuilds only that index", async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'nsbad', objects: 3, namespaces: ['team'] });
     await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
@@ -215,10 +215,11 @@ describe('healRoot on an unreadable namespace index', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    const copies = await listKeys(store, 'nsbad/team/_control/unreadable/');
+    const copies = await listKeys(store, 'nsbad/_control/datastore-indexer/unreadable/ns/team/');
     expect(copies).toHaveLength(1);
     expect((await readObject(store, copies[0]))!.toString()).toBe('<html>not an index</html>');
-    expect(await listKeys(store, 'nsbad/_control/')).toEqual([]);
+    // nothing of the indexer's inside the namespace, where the delete permission does not reach
+    expect(await listKeys(store, 'nsbad/team/_control/')).toEqual([]);
     expect(summarize(await readIndex(store, seeded.indexKey('team')))).toEqual(seeded.expectedEntries('team'));
     expect(scopeReport(report.scopes)).toMatchObject({ published: false });
     expect((await listObjects(store, seeded.indexKey()))[0].etag).toBe(rootEtag);

@@ -1,4 +1,4 @@
-import { INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_META_KEY, isInternalKey, namespaceOfMarker, partitionOf, topFolder } from '../../lambda/lib';
+import { INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_META_KEY, isInternalKey, isRefusedKey, namespaceOfMarker, partitionOf, readManifest, refusedKeyReason, topFolder } from '../../lambda/lib';
 
 describe('isInternalKey', () => {
   it.each(['.datastore-index.json', '.push-queue.json', '.datastore.lock', '.datastore-sync-state.json'])(
@@ -11,7 +11,7 @@ describe('isInternalKey', () => {
     (key) => expect(isInternalKey(key)).toBe(false),
   );
 
-  it.each(['_index', '_index/', '_index/_meta.json', '_index/data--aws.json', '_index/a/b', '_control', '_control/', '_control/unreadable/x'])(
+  it.each(['_index', '_index/', '_index/_meta.json', '_index/data--aws.json', '_index/a/b', '_control', '_control/', '_control/datastore-indexer/unreadable/root/x'])(
     'treats %s (at or under _index/ or _control/) as internal',
     (key) => expect(isInternalKey(key)).toBe(true),
   );
@@ -117,5 +117,43 @@ describe('partitionOf', () => {
     ['ns1/data/a/b/c', undefined],
   ])('puts %s in %s', (key, partition) => {
     expect(partitionOf(key)).toBe(partition);
+  });
+});
+
+describe('refusedKeyReason', () => {
+  it.each([
+    ['data/../../escape.txt', '"." or ".."'],
+    ['../x', '"." or ".."'],
+    ['a/./b', '"." or ".."'],
+    ['logs/..', '"." or ".."'],
+    ['data/x\\..\\..\\y', '"." or ".."'],
+    ['/abs/key', 'starts with a slash'],
+    ['\\abs', 'starts with a slash'],
+    ['a//double', 'empty path segment'],
+    ['logs/x\0y', 'NUL'],
+    [`files/${'x'.repeat(256)}`, 'over 255 bytes'],
+    [`files/${'é'.repeat(128)}`, 'over 255 bytes'],
+  ])('refuses %s (%s)', (key, why) => {
+    expect(refusedKeyReason(key)).toContain(why);
+    expect(isRefusedKey(key)).toBe(true);
+  });
+
+  it.each(['data/aws/ec2/i-1/1/raw', 'data/a..b/c..d/e', '.hidden/x', 'a b+c%20/ü.json', `files/${'x'.repeat(255)}`, `files/${'é'.repeat(127)}`])('accepts %s', (key) => {
+    expect(refusedKeyReason(key)).toBeUndefined();
+  });
+});
+
+describe('readManifest (the layout decision of clients)', () => {
+  it.each([
+    ['{"version":2,"partitions":["a"],"commitSeq":3}', 'v2'],
+    ['{"version":1,"partitions":["a"]}', 'v1'],
+    ['{"version":3,"partitions":[]}', 'ignored'],
+    ['{"version":2}', 'ignored'],
+    ['[]', 'ignored'],
+    ['null', 'unparsable'],
+    ['{"version":2,', 'unparsable'],
+    ['<html></html>', 'unparsable'],
+  ])('reads %s as %s', (body, kind) => {
+    expect(readManifest(Buffer.from(body)).kind).toBe(kind);
   });
 });

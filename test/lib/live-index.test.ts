@@ -5,7 +5,7 @@
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { CredentialsError, INDEX_KEY, S3Store, S3UnavailableError, SHARD_META_KEY, readLiveIndex } from '../../lambda/lib';
 import { indexEntry, shardMeta } from '../helpers/factories';
-import { faultyClient, putIndex, putObject, putShardLayout, testClient, testStore } from '../helpers/s3';
+import { faultyClient, putIndex, putObject, putShardLayout, testClient, connectStore, testStore } from '../helpers/s3';
 
 type Handler = { handle(request: unknown, options?: { abortSignal?: AbortSignal }): Promise<{ response: unknown }>; destroy?(): void };
 
@@ -90,23 +90,22 @@ describe('readLiveIndex', () => {
 
     const live = await withoutUnhandledRejections(() => readLiveIndex(reader, { root: { bucket: store.bucket, prefix: 's' } }));
 
-    expect(live).toMatchObject({ state: 'valid', layout: 'shards', etag: expect.any(String) });
+    expect(live).toMatchObject({ state: 'valid', layout: 'shard-first', etag: expect.any(String) });
     expect(live.state === 'valid' && [...live.index.entries.keys()]).toEqual(['logs/a.log']);
     const monolith = seen.filter((s) => s.path.endsWith(INDEX_KEY));
     expect(monolith).toEqual([expect.objectContaining({ aborted: true })]);
     expect(reader.requests.GetObject).toBe(3);
   });
 
-  it('does not read the monolith at all when the listing saw shards', async () => {
+  it('reads partition files without a manifest as clients do: a monolith, the files only a mirror', async () => {
     const store = await testStore();
-    await putShardLayout(store, 's/', [indexEntry('logs/a.log', { size: 3 })], shardMeta(['logs'], 4));
+    await putShardLayout(store, 's/', [indexEntry('logs/a.log', { size: 3 })]);
     await putObject(store, `s/${INDEX_KEY}`, JSON.stringify({ version: 1, entries: {} }));
-    const { client, seen } = watchedClient();
 
-    const live = await readLiveIndex(new S3Store(client, store.bucket), { root: { bucket: store.bucket, prefix: 's' } }, ['logs']);
+    const live = await readLiveIndex(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 's' } }, ['logs']);
 
-    expect(live).toMatchObject({ state: 'valid', layout: 'shards' });
-    expect(seen.some((s) => s.path.endsWith(INDEX_KEY))).toBe(false);
+    expect(live).toMatchObject({ state: 'valid', layout: 'monolith', mirror: { files: new Set(['logs']) } });
+    expect(live.state === 'valid' && live.index.entries.size).toBe(0);
   });
 
   it("reports the manifest's error, not the monolith's, when both reads fail", async () => {

@@ -9,6 +9,7 @@ import {
   type S3Store,
   compareKeys,
   healRoot,
+  isRefusedKey,
   listScopes,
   parallelLister,
   sequentialLister,
@@ -277,7 +278,8 @@ describe('parallelLister against moto', () => {
     // GIVEN what a sequential listing says the root's own index must hold
     const root = { bucket: store.bucket, prefix: 'swamp' };
     const listing = await listScopes(store, 'swamp/', sequentialLister);
-    const expected = summarize(listing.scopes.get(''));
+    // (keys clients refuse, such as `a//double`, are never indexed)
+    const expected = summarize(listing.scopes.get('')).filter((row) => !isRefusedKey(row.key));
 
     // WHEN the root is repaired with the default lister
     const healer = connectStore(store.bucket);

@@ -68,7 +68,7 @@ describe('healRoot on a shard-first root', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'check' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'shards', indexState: 'valid', unshardable: 1, published: false });
+    expect(report.scopes[0]).toMatchObject({ layout: 'shard-first', indexState: 'valid', unshardable: 1, published: false });
     expect(report.scopes[0].driftKeys).toEqual({
       missing: ['logs/run-3.log'],
       stale: ['files/gone.txt'],
@@ -83,7 +83,7 @@ describe('healRoot on a shard-first root', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'shards', published: true, unshardable: 1 });
+    expect(report.scopes[0]).toMatchObject({ layout: 'shard-first', published: true, unshardable: 1 });
     const meta = await readJson<ShardMeta>(store, `${base}_index/_meta.json`);
     expect(meta).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 8, writer: 'swamp 2026.06' });
     expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
@@ -106,16 +106,18 @@ describe('healRoot on a shard-first root', () => {
     expect(again.requests.PutObject ?? 0).toBe(0);
   });
 
-  it('reads shards without a manifest as clients do (from the _index/ listing) and writes the manifest', async () => {
+  it('keeps a root with partition files but no manifest a monolith: heals the monolith, refreshes the files it touched, creates no manifest', async () => {
     const { store, seeded, base, expected } = await shardRoot('nometa');
-    await putShardLayout(store, base, [indexEntry('logs/run-3.log', { size: expected.find((e) => e.key === 'logs/run-3.log')!.size })], undefined);
+    const logs = expected.find((e) => e.key === 'logs/run-3.log')!;
+    await putShardLayout(store, base, [indexEntry(logs.key, { size: logs.size + 1 })], undefined);
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'shards', published: true });
-    expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 1 });
-    expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
-    expect(await readObject(store, `${base}.datastore-index.json`)).toBeUndefined();
+    expect(report.scopes[0]).toMatchObject({ layout: 'monolith', published: true });
+    expect(await readObject(store, `${base}_index/_meta.json`)).toBeUndefined();
+    expect(summarize(await readIndex(store, `${base}.datastore-index.json`))).toEqual(expected);
+    expect((await readShardSummaries(store, base, ['logs'])).get('logs')).toEqual(groupSummaries(expected).get('logs'));
+    expect(await listKeys(store, `${base}_index/`)).toEqual([`${base}_index/logs.json`]);
   });
 
   it.each([
@@ -129,9 +131,9 @@ describe('healRoot on a shard-first root', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'shards', indexState: 'unreadable', published: true, conflicts: 0 });
+    expect(report.scopes[0]).toMatchObject({ layout: 'shard-first', indexState: 'unreadable', published: true, conflicts: 0 });
     expect(report.scopes[0].unreadableReason).toMatch(/shard logs/);
-    const copies = await listKeys(store, `${base}_control/unreadable/`);
+    const copies = await listKeys(store, `${base}_control/datastore-indexer/unreadable/root/`);
     expect(copies).toHaveLength(1);
     expect(copies[0]).toMatch(/-_index~logs\.json$/);
     expect((await readObject(store, copies[0]))!.toString()).toBe('{"version":1,"entries":');
@@ -164,8 +166,8 @@ describe('healRoot on a shard-first root', () => {
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'shards', indexState: 'unreadable', published: true });
-    const copies = await listKeys(store, `${base}_control/unreadable/`);
+    expect(report.scopes[0]).toMatchObject({ layout: 'shard-first', indexState: 'unreadable', published: true });
+    const copies = await listKeys(store, `${base}_control/datastore-indexer/unreadable/root/`);
     expect(copies).toHaveLength(1);
     expect((await readObject(store, copies[0]))!.toString()).toBe(corrupt);
     expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 42 });

@@ -1,0 +1,137 @@
+/**
+ * The bundled handler on each index layout as clients leave it: S3 notifications moto really sends, and
+ * direct invokes. The layout stays as found and its truth equals the listing; refused keys are never indexed.
+ */
+import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishIntentKey } from '../../lambda/lib';
+import { indexEntry, shardMeta } from '../helpers/factories';
+import { handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom } from '../helpers/lambda';
+import {
+  type KeySize,
+  deleteObject,
+  groupSummaries,
+  listKeys,
+  putIndex,
+  putObject,
+  putObjects,
+  putShardLayout,
+  readIndex,
+  readJson,
+  readObject,
+  readShardSummaries,
+  snapshotBucket,
+  summarize,
+  testStore,
+} from '../helpers/s3';
+import { expectedFromListing } from './support';
+
+type BatchResponse = { batchItemFailures: { itemIdentifier: string }[] };
+type ScopeDrift = { layout: string; indexState: string; published: boolean; refused: number; pending?: string; held?: string; sample: { refused: string[] } };
+type DriftReport = { roots: { scopes: ScopeDrift[] }[] };
+
+const OBJECTS: Record<string, string> = {
+  'data/aws/ec2/i-1/1/raw': 'ec2 one',
+  'data/aws/s3/b-1/1/raw': 's3 bucket',
+  'workflow-runs/wf-1/run-1/log.txt': 'ran',
+  'logs/run-1.log': 'log one',
+  'files/readme.txt': 'hello',
+};
+const entriesOf = (objects: Record<string, string>) => Object.entries(objects).map(([key, body]) => indexEntry(key, { size: Buffer.byteLength(body), sha256: `sha-${key}` }));
+const byKey = (rows: KeySize[]) => rows.sort((a, b) => (a.key < b.key ? -1 : 1));
+
+describe('the Lambda bundle on a dual-write root (S3 notifications)', () => {
+  test('uploads, an overwrite, a delete and a refused key: the monolith equals the listing, the mirror follows, the manifest stays version 1', async () => {
+    const fx = await notifiedBucket('dw');
+    const { store } = fx;
+    await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [`swamp/${k}`, v])));
+    await putIndex(store, 'swamp/.datastore-index.json', entriesOf(OBJECTS));
+    await putShardLayout(store, 'swamp/', entriesOf(OBJECTS));
+    const partitions = [...groupSummaries(entriesOf(OBJECTS)).keys()].sort();
+    await putObject(store, 'swamp/_index/_meta.json', JSON.stringify({ version: 1, partitions }));
+    await fx.receive();
+
+    await putObject(store, 'swamp/data/aws/lambda/f-1/1/raw', 'new function');
+    await putObject(store, 'swamp/logs/run-1.log', 'log one, rewritten longer');
+    await deleteObject(store, 'swamp/files/readme.txt');
+    await putObject(store, 'swamp/data/../../escape.txt', 'a key clients refuse');
+    const messages = await fx.receiveUntil((m) => m.length >= 4);
+    expect(messages).toHaveLength(4);
+
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'swamp' }));
+    const run = await invoke<BatchResponse>(lambda, sqsEventFrom(messages));
+
+    expect(run.result.batchItemFailures).toEqual([]);
+    const root = { bucket: store.bucket, prefix: 'swamp' };
+    const truth = byKey((await expectedFromListing(store, { root })).filter((r) => !isRefusedKey(r.key)));
+    const monolith = await readIndex(store, 'swamp/.datastore-index.json');
+    expect(summarize(monolith)).toEqual(truth);
+    expect(monolith!.entries.has('data/../../escape.txt')).toBe(false);
+    expect(await readJson<MirrorMeta>(store, 'swamp/_index/_meta.json')).toEqual({ version: 1, partitions: [...groupSummaries(truth).keys()].sort() });
+    const touched = ['data--aws--lambda', 'logs', 'files'];
+    const mirror = await readShardSummaries(store, 'swamp/', touched);
+    for (const p of touched) expect(mirror.get(p)).toEqual(groupSummaries(truth).get(p) ?? []);
+    const [line] = run.logs('root done');
+    expect(JSON.stringify(line)).toContain('"refused":1');
+  });
+});
+
+describe('the Lambda bundle repairing by direct invoke', () => {
+  test('a shard-first root with an orphan shard and a publish that died before its manifest: check says pending, repair finishes with a higher commitSeq', async () => {
+    const store = await testStore({ bucketPrefix: 'lsf' });
+    await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [`sf/${k}`, v])));
+    const listed = [...groupSummaries(entriesOf(OBJECTS)).keys()].filter((p) => p !== 'files').sort();
+    await putShardLayout(store, 'sf/', entriesOf(OBJECTS), shardMeta(listed, 9));
+    // a publish that wrote its shards and died: its record is still there
+    const root = { bucket: store.bucket, prefix: 'sf' };
+    await putObject(store, publishIntentKey({ root }), JSON.stringify({ commitSeq: 9 }));
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'sf' }));
+
+    const check = await invoke<DriftReport>(lambda, { action: 'check' });
+    expect(check.result.roots[0].scopes[0]).toMatchObject({ layout: 'shard-first', indexState: 'valid', published: false, pending: expect.any(String) });
+
+    const repair = await invoke<DriftReport>(lambda, { action: 'repair' });
+
+    expect(repair.result.roots[0].scopes[0]).toMatchObject({ layout: 'shard-first', published: true });
+    const meta = (await readJson<ShardMeta>(store, 'sf/_index/_meta.json'))!;
+    expect(meta).toEqual({ version: 2, partitions: [...listed, 'files'].sort(), commitSeq: 10 });
+    const shards = [...(await readShardSummaries(store, 'sf/', meta.partitions)).values()].flat();
+    expect(byKey(shards)).toEqual(byKey(await expectedFromListing(store, { root })));
+    expect(await readObject(store, publishIntentKey({ root }))).toBeUndefined();
+    expect(await readObject(store, 'sf/.datastore-index.json')).toBeUndefined();
+    const again = await invoke<DriftReport>(lambda, { action: 'check' });
+    expect(again.result.roots[0].scopes[0].pending).toBeUndefined();
+  });
+
+  test('an unparsable manifest that does not say its layout is held: a copy kept, nothing else written', async () => {
+    const store = await testStore({ bucketPrefix: 'lum' });
+    await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [`um/${k}`, v])));
+    await putIndex(store, 'um/.datastore-index.json', entriesOf(OBJECTS));
+    await putObject(store, 'um/_index/_meta.json', 'garbage');
+    const before = await snapshotBucket(store);
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'um' }));
+
+    const repair = await invoke<DriftReport>(lambda, { action: 'repair' });
+
+    expect(repair.result.roots[0].scopes[0]).toMatchObject({ published: false, held: expect.stringContaining('names no version (1 or 2)') });
+    const copies = await listKeys(store, 'um/_control/datastore-indexer/unreadable/root/');
+    expect(copies).toHaveLength(1);
+    const after = await snapshotBucket(store);
+    after.delete(copies[0]);
+    expect(after).toEqual(before);
+  });
+
+  test('a refused key already in the index is removed by a repair and reported', async () => {
+    const store = await testStore({ bucketPrefix: 'lrk' });
+    const bad = `logs/${'y'.repeat(300)}`;
+    await putObjects(store, Object.fromEntries(Object.entries({ ...OBJECTS, [bad]: 'too long a name' }).map(([k, v]) => [`rk/${k}`, v])));
+    await putIndex(store, 'rk/.datastore-index.json', [...entriesOf(OBJECTS), indexEntry(bad, { size: 15 })]);
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'rk' }));
+
+    const repair = await invoke<DriftReport>(lambda, { action: 'repair' });
+
+    expect(repair.result.roots[0].scopes[0]).toMatchObject({ published: true, refused: 1, sample: { refused: [bad] } });
+    const index = (await readIndex(store, 'rk/.datastore-index.json'))!;
+    expect(index.entries.has(bad)).toBe(false);
+    expect(partitionOf(bad)).toBe('logs');
+    expect(summarize(index)).toEqual(byKey(entriesOf(OBJECTS).map((e) => ({ key: e.key, size: e.size }))));
+  });
+});
