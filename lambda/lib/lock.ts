@@ -136,6 +136,8 @@ export class DatastoreLock {
         continue;
       }
       const holder = parseLock(current.body);
+      // Our own take whose answer was lost (the retry then met our own lock): it is ours.
+      if (conditional && holder.nonce === body.nonce) return new DatastoreLock(store, key, body, current.etag, waits, true);
       const holderTtl = typeof holder.ttlMs === 'number' && holder.ttlMs > 0 ? holder.ttlMs : CLIENT_TTL_MS;
       if (Date.now() - current.lastModified.getTime() > holderTtl) {
         // Stale: delete exactly that version, so a holder that just renewed keeps its lock.

@@ -145,3 +145,27 @@ describe("the indexer's own lock", () => {
     expect(await releaseHeldLocks()).toBe(0);
   });
 });
+
+describe('a lock take whose answer was lost', () => {
+  it('is recognised by its nonce when the retry meets it, not waited on as a stranger', async () => {
+    const { S3Store } = await import('../../lambda/lib');
+    const bucket = (await testStore()).bucket;
+    const base = connectStore(bucket);
+    // The first conditional put lands, but its answer is lost: the SDK's retry then sees 412.
+    let lost = false;
+    const store = Object.assign(Object.create(S3Store.prototype) as InstanceType<typeof S3Store>, base);
+    store.put = async (key, body, condition, contentType) => {
+      const result = await base.put(key, body, condition, contentType);
+      if (!lost && condition && 'ifNoneMatch' in condition) {
+        lost = true;
+        return { status: 'conflict' };
+      }
+      return result;
+    };
+    let waited = 0;
+    const lock = await DatastoreLock.acquire(store, 'lost/.datastore.lock', { waitMs: 2000, onWait: () => waited++ });
+    expect(waited).toBe(0);
+    await lock.release();
+    expect(await readObject(base, 'lost/.datastore.lock')).toBeUndefined();
+  });
+});
