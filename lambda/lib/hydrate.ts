@@ -1,7 +1,8 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
+import { randomUUID } from 'node:crypto';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createWriteStream } from 'node:fs';
-import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { mapLimit } from './concurrency';
 import { IndexerError, PublishConflictError, UnsafeKeyError } from './errors';
@@ -55,7 +56,7 @@ export function cachePathOf(cacheDir: string, rel: string): string {
 /** Downloads what the cache lacks, atomically per file so an interrupted run resumes where it stopped. */
 export async function hydrateCache(store: S3Store, scope: IndexScope, index: DatastoreIndex, options: HydrateOptions): Promise<HydrateReport> {
   const cacheDir = resolve(options.cacheDir);
-  await mkdir(cacheDir, { recursive: true });
+  await makeFolder(cacheDir);
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
@@ -89,8 +90,8 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
     settle();
   });
 
-  // swamp keeps its own copy of the index beside the files it describes.
-  await writeAtomically(join(cacheDir, INDEX_KEY), serializeIndex(index));
+  // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
+  await writeAtomically(join(cacheDir, INDEX_KEY), serializeIndex(index)).catch((err: Error) => failed.push({ key: INDEX_KEY, error: err.message }));
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
   return { pulled, present, bytes, refused, failed };
@@ -146,24 +147,66 @@ async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeRe
   return live.index;
 }
 
+/**
+ * Makes a folder and its missing parents one level at a time, failing with the path at fault: Node's
+ * recursive mkdir spins forever under /proc, and a file in the way would otherwise surface as a bare ENOTDIR.
+ */
+export async function makeFolder(path: string): Promise<void> {
+  const missing: string[] = [];
+  const fail = (at: string, err: unknown): never => {
+    const code = (err as NodeJS.ErrnoException)?.code ?? String(err);
+    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of it is a file, not a folder' : code;
+    throw new IndexerError(`Cannot make the cache folder ${path}: ${at} (${why})`, 'Give --cache a folder you can write to');
+  };
+  for (let at = resolve(path); ; at = dirname(at)) {
+    const info = await stat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : fail(at, err)));
+    if (info) {
+      if (!info.isDirectory()) fail(at, Object.assign(new Error(), { code: 'ENOTDIR' }));
+      break;
+    }
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const dir of missing) await mkdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : fail(dir, err)));
+}
+
+/** A temporary name beside `path` that no data key can take by accident (a client key may end in anything). */
+function partOf(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${randomUUID()}.datastore-indexer.part`);
+}
+
+/** An fs error as a message naming the file (ENOSPC alone names nothing). */
+function fileError(err: unknown, path: string): Error {
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === undefined || e.message.includes(path)) return err as Error;
+  const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
+  return new IndexerError(`Cannot write ${path}: ${why}`, e.code === 'ENOSPC' ? 'Free disk space, then run the same command again to resume' : undefined, { cause: err });
+}
+
 async function download(store: S3Store, key: string, path: string): Promise<number> {
   const object = await store.open(key);
   if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
   await mkdir(dirname(path), { recursive: true });
-  const part = `${path}.datastore-indexer.part`;
+  const part = partOf(path);
   try {
     await pipeline(object.stream, createWriteStream(part));
     const size = (await stat(part)).size;
     await rename(part, path);
     return size;
   } catch (err) {
+    object.stream.destroy();
     await rm(part, { force: true });
-    throw err;
+    throw fileError(err, path);
   }
 }
 
 async function writeAtomically(path: string, body: Buffer): Promise<void> {
-  const part = `${path}.datastore-indexer.part`;
-  await writeFile(part, body);
-  await rename(part, path);
+  const part = partOf(path);
+  try {
+    await writeFile(part, body);
+    await rename(part, path);
+  } catch (err) {
+    await rm(part, { force: true });
+    throw fileError(err, path);
+  }
 }
