@@ -207,7 +207,13 @@ function seconds(value: string): number {
 }
 
 function folder(value: string): string {
-  const info = statSync(value, { throwIfNoEntry: false });
+  let info;
+  try {
+    info = statSync(value, { throwIfNoEntry: false });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new InvalidArgumentError(code === 'ENOTDIR' ? 'A part of this path is a file, not a folder.' : `It cannot be used (${code}).`);
+  }
   if (info && !info.isDirectory()) throw new InvalidArgumentError('It exists and is not a folder.');
   return value;
 }
