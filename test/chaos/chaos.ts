@@ -64,6 +64,7 @@ export interface ChaosReport {
   entriesChecked: number;
   finalEntries: number;
   maxLockWaitMs: number;
+  maxLockWaitAfterKillMs: number;
   lockTimeouts: number;
   vanished: string[];
   lostFields: string[];
@@ -212,6 +213,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     entriesChecked: 0,
     finalEntries: 0,
     maxLockWaitMs: 0,
+    maxLockWaitAfterKillMs: 0,
     lockTimeouts: 0,
     vanished: [],
     lostFields: [],
@@ -239,7 +241,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await direct.put(`dual/${SHARD_META_KEY}`, JSON.stringify({ version: 1, partitions: [] }));
     await direct.put(`shard/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
 
-    const stats: ClientStats = { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+    const stats: ClientStats = { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
     const published = new Map<string, Published>();
     const clients: SwampClient[] = [];
     for (const root of roots) {
@@ -250,13 +252,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const killRng = seededRng(rng.int(2 ** 31));
     const deliveryRng = seededRng(rng.int(2 ** 31));
     let stepTurn = killRng.int(CRASH_STEPS.length);
-    const newProxy = async (): Promise<FaultProxy> => {
+    const newProxy = async (who: string): Promise<FaultProxy> => {
       const proxy = await startFaultProxy(moto.endpoint, faultRng, faults ? FAULT_RATES : NO_FAULTS);
+      proxy.onSeen = (r) => {
+        if (r.method !== 'GET' && r.method !== 'HEAD') trace.push(`${new Date().toISOString()} ${who} ${r.method} ${r.key} ${r.status}`);
+      };
       proxies.push(proxy);
       return proxy;
     };
     const quiet = { on: false };
-    const countKill = (what: string) => (report.kills[what] = (report.kills[what] ?? 0) + 1);
+    const trace: string[] = [];
+    const fieldLoss = new Set<string>();
+    const killTimes: number[] = [];
+    const countKill = (what: string) => {
+      killTimes.push(Date.now());
+      report.kills[what] = (report.kills[what] ?? 0) + 1;
+    };
     /** Arms a kill of `victim`: at a chosen S3 step (seen through its proxy) or after a random time. */
     const armKill = (proxy: FaultProxy, victim: () => void, who: string): (() => void) => {
       if (!kills || quiet.on || !killRng.chance(0.35)) return () => undefined;
@@ -304,10 +315,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       })(),
     );
 
-    // Invariant while running: a published entry never vanishes from its root's truth, not even for a moment.
-    loops.push(
-      (async () => {
-        while (running()) {
+    // Invariant while running (and draining): a published entry never vanishes from its root's truth, not even for a moment.
+    const finished = { on: false };
+    const monitor = (async () => {
+        while (!finished.on) {
           for (const root of roots) {
             const started = Date.now();
             const due = [...published.values()].filter((p) => p.root === root && p.at < started);
@@ -323,19 +334,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             }
             for (const p of due) {
               report.entriesChecked++;
-              if (!truth.entries.has(p.rel) && published.get(`${root}/${p.rel}`) === p) {
+              const e = truth.entries.get(p.rel);
+              if (!e && published.get(`${root}/${p.rel}`) === p) {
                 report.vanished.push(`${root}/${p.rel} (${layoutOf[root]}) missing at ${new Date().toISOString()}`);
+              }
+              if (e && e.size === p.entry.size && e.sha256 !== p.entry.sha256 && published.get(`${root}/${p.rel}`) === p && !fieldLoss.has(p.rel)) {
+                fieldLoss.add(p.rel);
+                log(`client fields of ${root}/${p.rel} gone at ${new Date().toISOString()}: ${JSON.stringify(e)} (client wrote ${JSON.stringify(p.entry)}); last indexer writes:\n    ${trace.slice(-8).join('\n    ')}`);
               }
             }
           }
           await sleep(250);
         }
-      })(),
-    );
+      })();
 
     // The CLI's repair, as it ships, through its own fault proxy, sometimes killed.
     const runRepair = async (root: string): Promise<void> => {
-      const proxy = await newProxy();
+      const proxy = await newProxy(`repair-${report.repairRuns}`);
       const child = spawn(
         process.execPath,
         [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style', '--lock-wait', '20'],
@@ -372,7 +387,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
 
     // The bundled Lambda, fed what moto sent to SQS: duplicated, reordered, failed items delivered again.
-    const lambdaProxy = await newProxy();
+    const lambdaProxy = await newProxy('lambda');
     worker = new LambdaWorker({
       ...process.env,
       DATASTORE_BUCKET: direct.bucket,
@@ -460,6 +475,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     }
     report.drainMs = Date.now() - drainStarted;
+    finished.on = true;
+    await monitor;
     report.indexerRequests += lambdaProxy.requests;
     for (const k of FAULT_KINDS) report.faults[k] += lambdaProxy.faults[k];
 
@@ -513,6 +530,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     report.clientDeletes = stats.deletes;
     report.oobOps = stats.oobOps;
     report.maxLockWaitMs = Math.max(0, ...stats.lockWaitsMs);
+    // A wait that ended after a kill and began at most one indexer lock ttl (10 s) after it: what a killed indexer costs clients.
+    report.maxLockWaitAfterKillMs = Math.max(
+      0,
+      ...stats.lockWaitsMs.filter((ms, i) => killTimes.some((t) => t <= stats.lockWaitStarts[i] + ms && stats.lockWaitStarts[i] <= t + 10_000)),
+    );
     report.lockTimeouts = stats.lockTimeouts;
     report.clientErrors = stats.errors;
     report.ok =

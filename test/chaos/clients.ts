@@ -38,6 +38,8 @@ export interface ClientStats {
   uploads: number;
   deletes: number;
   lockWaitsMs: number[];
+  /** When each lock wait started, beside its length. */
+  lockWaitStarts: number[];
   lockTimeouts: number;
   oobOps: number;
   errors: string[];
@@ -157,12 +159,14 @@ export class SwampClient {
   /** One push: 1-3 new files, sometimes an overwrite or a delete of one of ours. */
   async push(): Promise<void> {
     const nonce = randomUUID();
+    const startedAt = Date.now();
     const waited = await this.lock(nonce);
     if (waited === undefined) {
       this.stats.lockTimeouts++;
       return;
     }
     this.stats.lockWaitsMs.push(waited);
+    this.stats.lockWaitStarts.push(startedAt);
     try {
       const truth = await readTruth(this.store, this.base, this.layout);
       if (truth.problem) {

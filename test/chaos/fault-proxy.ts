@@ -29,6 +29,8 @@ export interface FaultProxy {
   readonly faults: Record<FaultKind, number>;
   requests: number;
   onAnswered?: (request: SeenRequest) => void;
+  /** Sees every answered request (for the run's trace). */
+  onSeen?: (request: SeenRequest) => void;
   close(): Promise<void>;
 }
 
@@ -73,7 +75,9 @@ export async function startFaultProxy(target: string, rng: Rng, rates: FaultRate
           }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           res.end(Buffer.concat(chunks));
-          proxy.onAnswered?.({ method: req.method ?? 'GET', key: keyOf(req.url ?? '/'), status: answer.statusCode ?? 0 });
+          const seen = { method: req.method ?? 'GET', key: keyOf(req.url ?? '/'), status: answer.statusCode ?? 0 };
+          proxy.onSeen?.(seen);
+          proxy.onAnswered?.(seen);
         });
       },
     );
