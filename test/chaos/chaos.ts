@@ -504,6 +504,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const rel of truth.entries.keys()) if (!expected.has(rel)) report.finalMismatch.push(`${root}/${rel}: indexed but not in S3`);
       report.finalEntries += truth.entries.size;
       if (listing.has(base + LOCK_KEY)) report.leftovers.push(`${base + LOCK_KEY} still held`);
+      // No half-written shard set: no publish intent left, and every partition file is one the manifest lists.
+      for (const key of listing.keys()) if (key.startsWith(`${base}_control/datastore-indexer/publishing/`)) report.leftovers.push(`${key}: a publish intent left behind`);
+      if (layout !== 'monolith') {
+        const metaObj = await direct.get(base + SHARD_META_KEY);
+        const listed = new Set(metaObj ? ((JSON.parse(metaObj.body.toString('utf8')) as { partitions?: string[] }).partitions ?? []) : []);
+        for (const key of listing.keys()) {
+          const m = key.startsWith(`${base}_index/`) ? /^([^/]+)\.json$/.exec(key.slice(base.length + '_index/'.length)) : null;
+          if (m && m[1] !== '_meta' && !listed.has(m[1])) report.leftovers.push(`${key}: a partition file the manifest does not list`);
+        }
+      }
       if (layout === 'dual-write') {
         // A scoped pull reads the partition files: each listed one must mirror the monolith's entries.
         const metaObj = await direct.get(base + SHARD_META_KEY);
