@@ -1,14 +1,14 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
-import { randomUUID } from 'node:crypto';
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createWriteStream } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { mapLimit } from './concurrency';
 import { IndexerError, PublishConflictError, UnsafeKeyError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
-import { INDEX_KEY } from './keys';
+import { CONTROL_DIR, INDEXER_DIR, INDEX_KEY } from './keys';
 import { readLiveIndex } from './live-index';
 import { type DatastoreRoot, type IndexScope, describeScope, scopeBase } from './root';
 import type { S3Store } from './s3';
@@ -81,7 +81,7 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
       return settle();
     }
     try {
-      const size = await download(store, base + entry.key, path);
+      const size = await download(store, base + entry.key, path, partPathOf(cacheDir, path));
       bytes += size;
       pulled++;
     } catch (err) {
@@ -91,7 +91,9 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
   });
 
   // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
-  await writeAtomically(join(cacheDir, INDEX_KEY), serializeIndex(index)).catch((err: Error) => failed.push({ key: INDEX_KEY, error: err.message }));
+  const indexCopy = join(cacheDir, INDEX_KEY);
+  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index)).catch((err: Error) => failed.push({ key: INDEX_KEY, error: err.message }));
+  await removePartsFolder(cacheDir);
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
   return { pulled, present, bytes, refused, failed };
@@ -170,9 +172,22 @@ export async function makeFolder(path: string): Promise<void> {
   for (const dir of missing) await mkdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : fail(dir, err)));
 }
 
-/** A temporary name beside `path` that no data key can take by accident (a client key may end in anything). */
-function partOf(path: string): string {
-  return join(dirname(path), `.${basename(path)}.${randomUUID()}.datastore-indexer.part`);
+/**
+ * Where the download of `path` is written before its rename: under the cache's `_control/`, which no data
+ * key reaches (clients never sync it), so no key can be named like a temporary file. The name is fixed per
+ * path, so a download an interrupted run left half done is simply replaced.
+ */
+export function partPathOf(cacheDir: string, path: string): string {
+  return join(resolve(cacheDir), INDEXER_DIR, 'parts', `${createHash('sha256').update(path).digest('hex').slice(0, 40)}.part`);
+}
+
+/** Removes the folder of temporary files, and its parents if they are left empty. */
+async function removePartsFolder(cacheDir: string): Promise<void> {
+  const parts = join(resolve(cacheDir), INDEXER_DIR, 'parts');
+  await rm(parts, { recursive: true, force: true }).catch(() => undefined);
+  for (const dir of [join(resolve(cacheDir), INDEXER_DIR), join(resolve(cacheDir), CONTROL_DIR)]) {
+    if (!(await rmdir(dir).then(() => true, () => false))) break;
+  }
 }
 
 /** An fs error as a message naming the file (ENOSPC alone names nothing). */
@@ -183,11 +198,11 @@ function fileError(err: unknown, path: string): Error {
   return new IndexerError(`Cannot write ${path}: ${why}`, e.code === 'ENOSPC' ? 'Free disk space, then run the same command again to resume' : undefined, { cause: err });
 }
 
-async function download(store: S3Store, key: string, path: string): Promise<number> {
+async function download(store: S3Store, key: string, path: string, part: string): Promise<number> {
   const object = await store.open(key);
   if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
   await mkdir(dirname(path), { recursive: true });
-  const part = partOf(path);
+  await mkdir(dirname(part), { recursive: true });
   try {
     await pipeline(object.stream, createWriteStream(part));
     const size = (await stat(part)).size;
@@ -200,9 +215,9 @@ async function download(store: S3Store, key: string, path: string): Promise<numb
   }
 }
 
-async function writeAtomically(path: string, body: Buffer): Promise<void> {
-  const part = partOf(path);
+async function writeAtomically(path: string, part: string, body: Buffer): Promise<void> {
   try {
+    await mkdir(dirname(part), { recursive: true });
     await writeFile(part, body);
     await rename(part, path);
   } catch (err) {
