@@ -6,7 +6,7 @@
  * right after a chosen S3 step. Invariants are checked while it runs and at a quiet end.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutBucketNotificationConfigurationCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
@@ -104,12 +104,15 @@ class LambdaWorker {
   private buffer = '';
   output = '';
 
-  constructor(private readonly env: NodeJS.ProcessEnv) {
+  constructor(
+    private readonly bundle: string,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {
     this.start();
   }
 
   private start(): void {
-    this.child = spawn(process.execPath, [WORKER, BUNDLE], { env: this.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [WORKER, this.bundle], { env: this.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.buffer = '';
     const keep = (c: Buffer) => (this.output = (this.output + c.toString()).slice(-20_000));
     this.child.stdout!.on('data', keep);
@@ -183,6 +186,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const faults = options.faults ?? true;
   const kills = options.kills ?? true;
   if (!existsSync(CLI) || !existsSync(BUNDLE)) throw new Error('dist/ is missing: run `npm run bundle` first');
+  // A copy of the bundles for this run (beside dist/, so node_modules resolve): a rebuild meanwhile cannot tear them.
+  const own = join(ROOT, 'dist', `.chaos-${process.pid}-${options.seed}`);
+  mkdirSync(own, { recursive: true });
+  const cli = join(own, 'cli.js');
+  const bundle = join(own, 'index.js');
+  copyFileSync(CLI, cli);
+  copyFileSync(BUNDLE, bundle);
   process.env.AWS_ACCESS_KEY_ID ??= 'testing';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
   process.env.AWS_REGION ??= 'us-east-1';
@@ -353,7 +363,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const proxy = await newProxy(`repair-${report.repairRuns}`);
       const child = spawn(
         process.execPath,
-        [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style', '--lock-wait', '20'],
+        [cli, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style', '--lock-wait', '20'],
         { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       children.add(child);
@@ -388,7 +398,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     // The bundled Lambda, fed what moto sent to SQS: duplicated, reordered, failed items delivered again.
     const lambdaProxy = await newProxy('lambda');
-    worker = new LambdaWorker({
+    worker = new LambdaWorker(bundle, {
       ...process.env,
       DATASTORE_BUCKET: direct.bucket,
       DATASTORE_PREFIXES: roots.join(','),
@@ -563,6 +573,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     direct.client.destroy();
     sqs.destroy();
     moto.stop();
+    rmSync(own, { recursive: true, force: true });
   }
 }
 
