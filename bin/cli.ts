@@ -25,6 +25,7 @@ import {
   namespaceExists,
   refusedKeyReason,
   resolveDatastoreConfig,
+  releaseHeldLocks,
   rootOf,
 } from '../lambda/lib';
 import { checkJson, checkLines, debugText, errorJson, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
@@ -215,7 +216,13 @@ function seconds(value: string): number {
 }
 
 function folder(value: string): string {
-  const info = statSync(value, { throwIfNoEntry: false });
+  let info;
+  try {
+    info = statSync(value, { throwIfNoEntry: false });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new InvalidArgumentError(code === 'ENOTDIR' ? 'A part of this path is a file, not a folder.' : `It cannot be used (${code}).`);
+  }
   if (info && !info.isDirectory()) throw new InvalidArgumentError('It exists and is not a folder.');
   return value;
 }
@@ -306,10 +313,13 @@ function program(): Command {
 async function main(argv: readonly string[]): Promise<void> {
   // The SDK's supported switch for its "upgrade Node" notice, which is noise for a command's user.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  // A lock left behind would block every client for its ttl: release ours first, then exit.
   const interrupted = (signal: NodeJS.Signals, code: number) => () => {
     progress.stop();
-    process.stderr.write(`${NAME}: interrupted (${signal}); run the same command again to resume\n`);
-    process.exit(code);
+    void releaseHeldLocks().finally(() => {
+      process.stderr.write(`${NAME}: interrupted (${signal}); run the same command again to resume\n`);
+      process.exit(code);
+    });
   };
   process.once('SIGINT', interrupted('SIGINT', 130));
   process.once('SIGTERM', interrupted('SIGTERM', 143));

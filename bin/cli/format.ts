@@ -94,8 +94,13 @@ function describeState(scope: ScopeReport): string {
   return `index of ${plural(entriesBefore(scope), 'entry', 'entries')}`;
 }
 
+/** A key as printed: quoted and escaped (as hydrate's warnings are) when it holds control characters, so no key can drive the terminal. */
+export function shownKey(key: string): string {
+  return /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(key) ? JSON.stringify(key) : key;
+}
+
 function resizedText(r: ResizedEntry): string {
-  return `${r.key} (index ${r.indexSize} B, object ${r.objectSize} B)`;
+  return `${shownKey(r.key)} (index ${r.indexSize} B, object ${r.objectSize} B)`;
 }
 
 /** `check`: per index a status line and up to `maxKeys` keys of each kind, then a closing line. */
@@ -114,10 +119,10 @@ export function checkLines(report: HealReport, maxKeys: number): string[] {
       );
     }
     const kinds: [string, string[]][] = [
-      ['missing', scope.driftKeys.missing],
-      ['stale', scope.driftKeys.stale],
+      ['missing', scope.driftKeys.missing.map(shownKey)],
+      ['stale', scope.driftKeys.stale.map(shownKey)],
       ['resized', scope.driftKeys.resized.map(resizedText)],
-      ['refused', scope.refusedKeys],
+      ['refused', scope.refusedKeys.map(shownKey)],
     ];
     for (const [kind, keys] of kinds) {
       for (const key of keys.slice(0, maxKeys)) lines.push(`  ${kind.padEnd(7)}  ${key}`);

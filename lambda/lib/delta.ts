@@ -87,6 +87,20 @@ export async function applyDelta(
       unshardable = effective.size - shardable.size;
       effective = shardable;
     }
+    // An event that would drop or resize an entry may be stale (SQS reorders and redelivers): S3 says what is
+    // true now, so a late "created" of an overwritten object cannot strip the client fields of the newer entry.
+    const suspects = [...effective].filter(([rel, c]) => {
+      const entry = live.index.entries.get(rel);
+      return entry !== undefined && (c.kind === 'removed' || entry.size !== c.size);
+    });
+    if (suspects.length > 0) {
+      const observed = await observeKeys(store, scope, suspects.map(([rel]) => rel));
+      // Only an object S3 still holds overrides the event; an absent one leaves the event (its removal) to decide.
+      effective = new Map([...effective].map(([rel, c]) => {
+        const now = observed.get(rel);
+        return [rel, now?.kind === 'created' ? now : c];
+      }));
+    }
     latest = applyChanges(live.index, effective);
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
     if (latest.index === live.index) return live.pending ? live.index : undefined;

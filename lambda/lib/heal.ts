@@ -151,9 +151,16 @@ export async function healScope(
     // ...and a listed key whose entry a client removed since an earlier read may be a delete that followed the listing.
     const unindexed = raw.missing.filter((key) => indexedBefore.has(key));
     for (const key of entries.keys()) indexedBefore.add(key);
+    // ...and an entry of another size than the listing's may describe an overwrite that followed the listing:
+    // resizing it would drop the client's sha256 and localMtime of the bytes S3 holds now.
+    const doubtfulSize = raw.resized.filter(({ key }) => !(Date.parse(entries.get(key)?.lastModified ?? '') < listingStartedAt - skew));
     const stillThere = new Set<string>();
+    const sizeConfirmed = new Set<string>();
     await mapLimit([...doubtful, ...unindexed], concurrency, async (key) => {
       if (await store.head(scopeKey(scope, key))) stillThere.add(key);
+    });
+    await mapLimit(doubtfulSize, concurrency, async ({ key, indexSize }) => {
+      if ((await store.head(scopeKey(scope, key)))?.size === indexSize) sizeConfirmed.add(key);
     });
     const gone = new Set(unindexed.filter((k) => !stillThere.has(k)));
     let missing = gone.size ? raw.missing.filter((k) => !gone.has(k)) : raw.missing;
@@ -162,7 +169,8 @@ export async function healScope(
       unshardable = missing.length - shardable.length;
       missing = shardable;
     }
-    return { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized: raw.resized };
+    const resized = sizeConfirmed.size ? raw.resized.filter((r) => !sizeConfirmed.has(r.key)) : raw.resized;
+    return { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
   };
 
   const plan = async (live: LiveIndex): Promise<DatastoreIndex | undefined> => {

@@ -1,5 +1,6 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
-import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { type Stats, createWriteStream, statSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
@@ -8,7 +9,7 @@ import { mapLimit } from './concurrency';
 import { IndexerError, PublishConflictError, UnsafeKeyError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
-import { INDEX_KEY } from './keys';
+import { CONTROL_DIR, INDEXER_DIR, INDEX_KEY } from './keys';
 import { readLiveIndex } from './live-index';
 import { type DatastoreRoot, type IndexScope, describeScope, scopeBase } from './root';
 import type { S3Store } from './s3';
@@ -62,7 +63,7 @@ export function cachePathOf(cacheDir: string, rel: string): string {
 /** Downloads what the cache lacks, atomically per file so an interrupted run resumes where it stopped. */
 export async function hydrateCache(store: S3Store, scope: IndexScope, index: DatastoreIndex, options: HydrateOptions): Promise<HydrateReport> {
   const cacheDir = resolve(options.cacheDir);
-  await mkdir(cacheDir, { recursive: true });
+  await makeFolder(cacheDir);
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
@@ -88,7 +89,7 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
       return settle();
     }
     try {
-      const size = await download(store, base + entry.key, path, dirs);
+      const size = await download(store, base + entry.key, path, partPathOf(cacheDir, path), dirs);
       bytes += size;
       pulled++;
     } catch (err) {
@@ -97,8 +98,10 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
     settle();
   });
 
-  // swamp keeps its own copy of the index beside the files it describes.
-  await writeAtomically(join(cacheDir, INDEX_KEY), serializeIndex(index));
+  // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
+  const indexCopy = join(cacheDir, INDEX_KEY);
+  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index)).catch((err: Error) => failed.push({ key: INDEX_KEY, error: err.message }));
+  await removePartsFolder(cacheDir);
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
   return { pulled, present, bytes, refused, failed };
@@ -168,19 +171,67 @@ function localFile(path: string): Stats | undefined {
 const BUFFERED_BODY_MAX = 1 << 20;
 
 /**
- * Downloads an object to `<path>.datastore-indexer.part`, then renames it to `path`: a run killed midway
- * leaves at most a `.part` file, which never counts as present.
+ * Makes a folder and its missing parents one level at a time, failing with the path at fault: Node's
+ * recursive mkdir spins forever under /proc, and a file in the way would otherwise surface as a bare ENOTDIR.
  */
-async function download(store: S3Store, key: string, path: string, dirs: Map<string, Promise<unknown>>): Promise<number> {
+export async function makeFolder(path: string): Promise<void> {
+  const missing: string[] = [];
+  const fail = (at: string, err: unknown): never => {
+    const code = (err as NodeJS.ErrnoException)?.code ?? String(err);
+    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of it is a file, not a folder' : code;
+    throw new IndexerError(`Cannot make the cache folder ${path}: ${at} (${why})`, 'Give --cache a folder you can write to');
+  };
+  for (let at = resolve(path); ; at = dirname(at)) {
+    const info = await stat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : fail(at, err)));
+    if (info) {
+      if (!info.isDirectory()) fail(at, Object.assign(new Error(), { code: 'ENOTDIR' }));
+      break;
+    }
+    missing.unshift(at);
+    if (dirname(at) === at) break;
+  }
+  for (const dir of missing) await mkdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : fail(dir, err)));
+}
+
+/**
+ * Where the download of `path` is written before its rename: under the cache's `_control/`, which no data
+ * key reaches (clients never sync it), so no key can be named like a temporary file. The name is fixed per
+ * path, so a download an interrupted run left half done is simply replaced.
+ */
+export function partPathOf(cacheDir: string, path: string): string {
+  return join(resolve(cacheDir), INDEXER_DIR, 'parts', `${createHash('sha256').update(path).digest('hex').slice(0, 40)}.part`);
+}
+
+/** Removes the folder of temporary files, and its parents if they are left empty. */
+async function removePartsFolder(cacheDir: string): Promise<void> {
+  const parts = join(resolve(cacheDir), INDEXER_DIR, 'parts');
+  await rm(parts, { recursive: true, force: true }).catch(() => undefined);
+  for (const dir of [join(resolve(cacheDir), INDEXER_DIR), join(resolve(cacheDir), CONTROL_DIR)]) {
+    if (!(await rmdir(dir).then(() => true, () => false))) break;
+  }
+}
+
+/** An fs error as a message naming the file (ENOSPC alone names nothing). */
+function fileError(err: unknown, path: string): Error {
+  const e = err as NodeJS.ErrnoException;
+  if (e?.code === undefined || e.message.includes(path)) return err as Error;
+  const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
+  return new IndexerError(`Cannot write ${path}: ${why}`, e.code === 'ENOSPC' ? 'Free disk space, then run the same command again to resume' : undefined, { cause: err });
+}
+
+/**
+ * Downloads an object to its part file (see `partPathOf`), then renames it to `path`: a run killed midway
+ * leaves at most a part file, which never counts as present.
+ */
+async function download(store: S3Store, key: string, path: string, part: string, dirs: Map<string, Promise<unknown>>): Promise<number> {
   const object = await store.open(key);
   if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
   const expected = object.info.size;
-  const part = `${path}.datastore-indexer.part`;
   // Read from the start, so that an error of the body is always heard, even while the folder is being made.
   const body = expected > 0 && expected <= BUFFERED_BODY_MAX ? readBody(object.stream) : undefined;
   body?.catch(() => undefined); // awaited below
   try {
-    await madeDir(dirs, dirname(path));
+    await Promise.all([madeDir(dirs, dirname(path)), madeDir(dirs, dirname(part))]);
     let size: number;
     if (body) {
       const chunks = await body;
@@ -197,7 +248,7 @@ async function download(store: S3Store, key: string, path: string, dirs: Map<str
   } catch (err) {
     object.stream.destroy();
     await rm(part, { force: true });
-    throw err;
+    throw fileError(err, path);
   }
 }
 
@@ -223,8 +274,13 @@ function readBody(stream: Readable): Promise<Buffer[]> {
   });
 }
 
-async function writeAtomically(path: string, body: Buffer): Promise<void> {
-  const part = `${path}.datastore-indexer.part`;
-  await writeFile(part, body);
-  await rename(part, path);
+async function writeAtomically(path: string, part: string, body: Buffer): Promise<void> {
+  try {
+    await mkdir(dirname(part), { recursive: true });
+    await writeFile(part, body);
+    await rename(part, path);
+  } catch (err) {
+    await rm(part, { force: true });
+    throw fileError(err, path);
+  }
 }

@@ -52,7 +52,7 @@ export { type HealMode, type HealOptions, type HealReport, type ScopeReport, hea
 export type { Drift, DriftCounts, ResizedEntry } from './drift';
 export type { Layout, LiveIndex } from './live-index';
 export type { PublishEvent, PublishOptions, PublishOutcome } from './publish';
-export type { LockOptions } from './lock';
+export { type LockOptions, releaseHeldLocks } from './lock';
 export { type Lister, type ParallelListOptions, type ScopedListing, parallelLister, sequentialLister } from './list';
 export { type ResumableRepairOptions, type ResumableRepairResult, repairResumable } from './repair';
 

@@ -236,12 +236,19 @@ async function collectBody(body: unknown): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/** Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts. */
-export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}): S3Client {
+/** How long a request may wait for an answer's headers before it fails (and is retried). */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts.
+ * A request that gets no answer within `requestTimeoutMs` fails (the SDK only warns unless told to throw),
+ * and the final error names the endpoint that kept silent.
+ */
+export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}, requestTimeoutMs = REQUEST_TIMEOUT_MS): S3Client {
   const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
   checkRegion(region, source);
-  return new S3Client({
+  const client = new S3Client({
     region,
     endpoint: settings.endpoint,
     forcePathStyle: settings.forcePathStyle,
@@ -250,9 +257,31 @@ export function createS3Client(settings: S3Settings, overrides: Partial<S3Client
     // S3-compatible stores vary in checksum support; S3 itself needs none for these small requests.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: { connectionTimeout: 5_000, requestTimeout: 60_000, httpAgent: { maxSockets: 64 }, httpsAgent: { maxSockets: 64 } },
+    requestHandler: {
+      connectionTimeout: 5_000,
+      requestTimeout: requestTimeoutMs,
+      throwOnRequestTimeout: true,
+      httpAgent: { maxSockets: 64 },
+      httpsAgent: { maxSockets: 64 },
+    },
     ...overrides,
   });
+  const where = settings.endpoint ?? 'S3';
+  client.middlewareStack.add(
+    (next) => async (args) => {
+      try {
+        return await next(args);
+      } catch (err) {
+        const e = err as { name?: string; message?: string };
+        if (e?.name === 'TimeoutError' && typeof e.message === 'string' && !e.message.includes(where)) {
+          e.message = `no answer from ${where} within ${requestTimeoutMs} ms (${e.message})`;
+        }
+        throw err;
+      }
+    },
+    { step: 'initialize', name: 'datastoreIndexerTimeoutEndpoint', override: true },
+  );
+  return client;
 }
 
 /** Bucket-scoped S3 operations with typed errors and per-operation request counts. */

@@ -1,7 +1,7 @@
 /** `datastore-indexer hydrate`, run as a user runs it: the built command against a bucket on the test S3. */
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { INDEX_KEY, parseIndex } from '../../lambda/lib';
+import { INDEX_KEY, parseIndex, partPathOf } from '../../lambda/lib/internal';
 import { readIndex, seedDatastore, summarize, testStore } from '../helpers/s3';
 import { asComparable, datastoreConfig, ensureBuiltCli, readTree, runCli, startCli, tempDir } from './helpers';
 
@@ -151,7 +151,9 @@ describe('datastore-indexer hydrate', () => {
     };
     for (const [rel, body] of objects.slice(0, 30)) write(rel, body);
     for (const [rel, body] of objects.slice(30, 35)) write(rel, Buffer.concat([body, Buffer.from('+')]));
-    write(`${objects[40][0]}.datastore-indexer.part`, 'half');
+    const part = partPathOf(cache, join(cache, objects[40][0]));
+    mkdirSync(dirname(part), { recursive: true });
+    writeFileSync(part, 'half');
 
     // WHEN hydrating
     const run = await runCli(['hydrate', '--config', datastoreConfig(store.bucket, 'swamp'), '--cache', cache]);

@@ -116,3 +116,27 @@ describe('observeKeys', () => {
     expect(observed.get('logs/gone.log')).toMatchObject({ key: 'o/ns/logs/gone.log', kind: 'removed' });
   });
 });
+
+describe('applyDelta with a stale event (found by the chaos suite)', () => {
+  it('a late "created" of an overwritten object does not strip the newer entry of its client fields', async () => {
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 's' } };
+    // The client overwrote the object (now 10 bytes) and indexed it with its fields; the first upload's event (3 bytes) comes last.
+    await putObjects(store, { 's/logs/over.log': 'x'.repeat(10), 's/logs/back.log': 'y'.repeat(4) });
+    const over = indexEntry('logs/over.log', { size: 10, sha256: 'newer', localMtime: 'm2', custom: 'kept' });
+    const back = indexEntry('logs/back.log', { size: 4, sha256: 'b', localMtime: 'mb' });
+    await putIndex(store, 's/.datastore-index.json', [over, back]);
+    const changes = new Map([
+      ['logs/over.log', objectChange('s/logs/over.log', { size: 3, eventTime: T })],
+      // Deleted and written again since: the removal is stale too.
+      ['logs/back.log', objectChange('s/logs/back.log', { kind: 'removed' })],
+    ]);
+
+    const report = await applyDelta(connectStore(store.bucket), scope, changes);
+
+    expect(report.published).toBe(false);
+    const index = await readIndex(store, 's/.datastore-index.json');
+    expect(index!.entries.get('logs/over.log')).toEqual(over);
+    expect(index!.entries.get('logs/back.log')).toEqual(back);
+  });
+});

@@ -226,3 +226,26 @@ describe('a store without conditional writes (501 NotImplemented)', () => {
     expect(await readObject(store, 'nocond/.datastore.lock')).toBeUndefined();
   });
 });
+
+describe('an endpoint that accepts and never answers', () => {
+  it('fails with S3UnavailableError naming the endpoint instead of hanging', async () => {
+    const { createServer } = await import('node:net');
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    const endpoint = `http://127.0.0.1:${port}`;
+    const { createS3Client } = await import('../../lambda/lib');
+    const client = createS3Client({ endpoint, forcePathStyle: true, region: 'us-east-1' }, { maxAttempts: 2 }, 300);
+    try {
+      const failure = await new S3Store(client, 'silent-bucket').get('k').catch((err: unknown) => err);
+      expect(failure).toBeInstanceOf(S3UnavailableError);
+      expect((failure as Error).message).toContain(endpoint);
+      expect((failure as Error).message).toContain('GetObject');
+    } finally {
+      client.destroy();
+      sockets.forEach((s) => s.destroy());
+      silent.close();
+    }
+  });
+});

@@ -275,3 +275,21 @@ describe('healRoot after a client deleted an object', () => {
     expect(parseIndex((await readObject(store, seeded.indexKey()))!).ok).toBe(true);
   });
 });
+
+describe('healScope with a listing older than the index (found by the chaos suite)', () => {
+  it("does not resize (and strip the client fields of) an entry whose object was overwritten after the listing passed", async () => {
+    const { healScope } = await import('../../lambda/lib/heal');
+    const store = await testStore();
+    const root = { bucket: store.bucket, prefix: 'h' };
+    await putObjects(store, { 'h/logs/over.log': 'x'.repeat(10) });
+    const entry = indexEntry('logs/over.log', { size: 10, sha256: 'newer', localMtime: 'm2', lastModified: new Date().toISOString() });
+    await putIndex(store, 'h/.datastore-index.json', [entry]);
+    // The listing saw the first upload (3 bytes); the client then overwrote it and indexed the new bytes.
+    const listing = new Map([['logs/over.log', { key: 'logs/over.log', size: 3, lastModified: isoAgo(5_000) }]]);
+
+    const report = await healScope(connectStore(store.bucket), { root }, listing, undefined, Date.now() - 5_000, { mode: 'repair' });
+
+    expect(report.published).toBe(false);
+    expect((await readIndex(store, 'h/.datastore-index.json'))!.entries.get('logs/over.log')).toEqual(entry);
+  });
+});

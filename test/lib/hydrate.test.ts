@@ -2,7 +2,7 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type DatastoreIndex, S3Store, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex } from '../../lambda/lib/internal';
+import { type DatastoreIndex, S3Store, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex, partPathOf } from '../../lambda/lib/internal';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
 import { connectStore, faultyClient, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
 
@@ -81,7 +81,8 @@ describe('hydrateCache', () => {
     // a half-written part from the interrupted run is simply replaced
     const [leftover] = [...seeded.objects.get('')!.keys()].filter((_, i) => i % 2 === 1);
     await mkdir(dirname(join(cacheDir, leftover)), { recursive: true });
-    await writeFile(join(cacheDir, `${leftover}.datastore-indexer.part`), 'half');
+    await mkdir(dirname(partPathOf(cacheDir, join(cacheDir, leftover))), { recursive: true });
+    await writeFile(partPathOf(cacheDir, join(cacheDir, leftover)), 'half');
     const store = connectStore(seeded.store.bucket);
 
     const report = await hydrateCache(store, seeded.scope(), index, { cacheDir });

@@ -223,3 +223,48 @@ describe('publishing against a held lock', () => {
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
   });
 });
+
+describe("the indexer's own lock", () => {
+  it('writes a short ttlMs (10 s) so a killed indexer blocks clients for seconds, and a release waits for a renewal in flight', async () => {
+    const store = await testStore();
+    const lock = await DatastoreLock.acquire(store, 'short/.datastore.lock');
+    expect((await readJson<LockBody>(store, 'short/.datastore.lock'))!.ttlMs).toBe(10_000);
+    await lock.release();
+    expect(await readObject(store, 'short/.datastore.lock')).toBeUndefined();
+  });
+
+  it('releaseHeldLocks releases what this process holds (what the CLI does on Ctrl-C)', async () => {
+    const { releaseHeldLocks } = await import('../../lambda/lib/internal');
+    const store = await testStore();
+    await DatastoreLock.acquire(store, 'a/.datastore.lock');
+    await DatastoreLock.acquire(store, 'b/.datastore.lock');
+    expect(await releaseHeldLocks()).toBe(2);
+    expect(await readObject(store, 'a/.datastore.lock')).toBeUndefined();
+    expect(await readObject(store, 'b/.datastore.lock')).toBeUndefined();
+    expect(await releaseHeldLocks()).toBe(0);
+  });
+});
+
+describe('a lock take whose answer was lost', () => {
+  it('is recognised by its nonce when the retry meets it, not waited on as a stranger', async () => {
+    const { S3Store } = await import('../../lambda/lib/internal');
+    const bucket = (await testStore()).bucket;
+    const base = connectStore(bucket);
+    // The first conditional put lands, but its answer is lost: the SDK's retry then sees 412.
+    let lost = false;
+    const store = Object.assign(Object.create(S3Store.prototype) as InstanceType<typeof S3Store>, base);
+    store.put = async (key, body, condition, contentType) => {
+      const result = await base.put(key, body, condition, contentType);
+      if (!lost && condition && 'ifNoneMatch' in condition) {
+        lost = true;
+        return { status: 'conflict' };
+      }
+      return result;
+    };
+    let waited = 0;
+    const lock = await DatastoreLock.acquire(store, 'lost/.datastore.lock', { waitMs: 2000, onWait: () => waited++ });
+    expect(waited).toBe(0);
+    await lock.release();
+    expect(await readObject(base, 'lost/.datastore.lock')).toBeUndefined();
+  });
+});

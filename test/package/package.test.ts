@@ -55,6 +55,7 @@ const LIBRARY_VALUES = [
   'parseNotification',
   'placeChange',
   'refusedKeyReason',
+  'releaseHeldLocks',
   'repairResumable',
   'resolveDatastoreConfig',
   'rootBase',

@@ -1,0 +1,286 @@
+/**
+ * swamp-style writers for the chaos run, one kind per index layout, pushing as the contract says:
+ * take the lock (If-None-Match: *, stale by the holder's own ttlMs), read the index, upload, write the
+ * index unconditionally (dual-write: also the touched partition files and the version-1 manifest;
+ * shard-first: the touched partition files, then a version-2 manifest with commitSeq + 1), release by nonce.
+ * Plus an out-of-band writer that puts, overwrites and deletes odd names without touching any index.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, S3Store, partitionOf } from '../../lambda/lib/internal';
+import type { Rng } from './rng';
+
+export type ChaosLayout = 'monolith' | 'dual-write' | 'shard-first';
+export const CHAOS_LAYOUTS: readonly ChaosLayout[] = ['monolith', 'dual-write', 'shard-first'];
+
+/** An entry as a client writes it, with the client fields (and one unknown field) the indexer must keep. */
+export interface ClientEntry {
+  key: string;
+  size: number;
+  lastModified: string;
+  localMtime: string;
+  sha256: string;
+  simTag: string;
+  [field: string]: unknown;
+}
+
+/** What a client published and nobody has deleted since: the entry it wrote, and when its index write landed. */
+export interface Published {
+  readonly root: string;
+  readonly layout: ChaosLayout;
+  readonly rel: string;
+  readonly entry: ClientEntry;
+  readonly at: number;
+}
+
+/** Shared counters of the run. */
+export interface ClientStats {
+  pushes: number;
+  uploads: number;
+  deletes: number;
+  lockWaitsMs: number[];
+  /** When each lock wait started, beside its length. */
+  lockWaitStarts: number[];
+  lockTimeouts: number;
+  oobOps: number;
+  errors: string[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const CLIENT_TTL_MS = 30_000;
+const LOCK_GIVE_UP_MS = 60_000;
+
+/** The truth clients read for a root: entries by relative key (undefined when a part is missing or unreadable). */
+export async function readTruth(store: S3Store, base: string, layout: ChaosLayout): Promise<{ entries: Map<string, ClientEntry>; problem?: string }> {
+  const entries = new Map<string, ClientEntry>();
+  if (layout !== 'shard-first') {
+    const got = await store.get(base + INDEX_KEY);
+    if (!got) return { entries };
+    try {
+      const json = JSON.parse(got.body.toString('utf8')) as { entries?: Record<string, ClientEntry> };
+      for (const [k, v] of Object.entries(json.entries ?? {})) entries.set(k, v);
+      return { entries };
+    } catch {
+      return { entries, problem: `${base + INDEX_KEY} does not parse` };
+    }
+  }
+  const metaObj = await store.get(base + SHARD_META_KEY);
+  if (!metaObj) return { entries, problem: `${base + SHARD_META_KEY} is missing` };
+  let meta: { version?: number; partitions?: string[]; commitSeq?: number };
+  try {
+    meta = JSON.parse(metaObj.body.toString('utf8'));
+  } catch {
+    return { entries, problem: `${base + SHARD_META_KEY} does not parse` };
+  }
+  if (meta.version !== 2) return { entries, problem: `${base + SHARD_META_KEY} is version ${meta.version}, not 2` };
+  for (const p of meta.partitions ?? []) {
+    const part = await store.get(`${base}_index/${p}.json`);
+    if (!part) return { entries, problem: `listed partition ${base}_index/${p}.json is missing` };
+    try {
+      const json = JSON.parse(part.body.toString('utf8')) as { entries?: Record<string, ClientEntry> };
+      for (const [k, v] of Object.entries(json.entries ?? {})) entries.set(k, v);
+    } catch {
+      return { entries, problem: `${base}_index/${p}.json does not parse` };
+    }
+  }
+  return { entries };
+}
+
+/** A simulated swamp client pushing to one root in one layout. */
+export class SwampClient {
+  private readonly mine = new Map<string, ClientEntry>();
+  private n = 0;
+
+  constructor(
+    private readonly store: S3Store,
+    readonly root: string,
+    readonly layout: ChaosLayout,
+    readonly id: string,
+    private readonly rng: Rng,
+    private readonly stats: ClientStats,
+    private readonly published: Map<string, Published>,
+  ) {}
+
+  private get base(): string {
+    return this.root ? `${this.root}/` : '';
+  }
+
+  private newKey(): string {
+    this.n++;
+    switch (this.rng.int(3)) {
+      case 0:
+        return `data/sim/${this.id}/item-${this.n}/1/raw`;
+      case 1:
+        return `workflow-runs/wf-${this.id}/run-${this.n}.yaml`;
+      default:
+        return `logs/${this.id}-${this.n}.log`;
+    }
+  }
+
+  /** Takes the lock as clients do; the time waited, or undefined after 60 s (a client lock timeout). */
+  private async lock(nonce: string): Promise<number | undefined> {
+    const started = Date.now();
+    const key = this.base + LOCK_KEY;
+    for (;;) {
+      const body = JSON.stringify({ holder: `swamp-sim-${this.id}`, hostname: 'chaos', pid: process.pid, acquiredAt: new Date().toISOString(), ttlMs: CLIENT_TTL_MS, nonce });
+      const put = await this.store.put(key, body, { ifNoneMatch: '*' });
+      if (put.status === 'written') return Date.now() - started;
+      const current = await this.store.get(key);
+      if (current) {
+        let ttl = CLIENT_TTL_MS;
+        try {
+          const held = JSON.parse(current.body.toString('utf8')) as { ttlMs?: number; nonce?: string };
+          if (held.nonce === nonce) return Date.now() - started; // our own take, its answer lost
+          if (typeof held.ttlMs === 'number' && held.ttlMs > 0) ttl = held.ttlMs;
+        } catch {
+          // unreadable: the default ttl
+        }
+        if (Date.now() - current.lastModified.getTime() > ttl) {
+          await this.store.delete(key, current.etag);
+          continue;
+        }
+      }
+      if (Date.now() - started > LOCK_GIVE_UP_MS) return undefined;
+      await sleep(200 + this.rng.int(300));
+    }
+  }
+
+  private async release(nonce: string): Promise<void> {
+    const key = this.base + LOCK_KEY;
+    const current = await this.store.get(key);
+    if (!current) return;
+    try {
+      if ((JSON.parse(current.body.toString('utf8')) as { nonce?: string }).nonce !== nonce) return;
+    } catch {
+      return;
+    }
+    await this.store.delete(key, current.etag);
+  }
+
+  /** One push: 1-3 new files, sometimes an overwrite or a delete of one of ours. */
+  async push(): Promise<void> {
+    const nonce = randomUUID();
+    const startedAt = Date.now();
+    const waited = await this.lock(nonce);
+    if (waited === undefined) {
+      this.stats.lockTimeouts++;
+      return;
+    }
+    this.stats.lockWaitsMs.push(waited);
+    this.stats.lockWaitStarts.push(startedAt);
+    try {
+      const truth = await readTruth(this.store, this.base, this.layout);
+      if (truth.problem) {
+        this.stats.errors.push(`client ${this.id}: ${truth.problem}`);
+        return;
+      }
+      const entries = truth.entries;
+      const touched = new Set<string>();
+      const writes: ClientEntry[] = [];
+      const removed: string[] = [];
+      for (let i = 1 + this.rng.int(3); i > 0; i--) writes.push(this.entryFor(this.newKey()));
+      const own = [...this.mine.keys()];
+      if (own.length && this.rng.chance(0.3)) writes.push(this.entryFor(this.rng.pick(own)));
+      if (own.length > 3 && this.rng.chance(0.2)) {
+        const gone = this.rng.pick(own);
+        if (!writes.some((w) => w.key === gone)) removed.push(gone);
+      }
+      for (const rel of removed) {
+        // Deleted by its owner from here on: no longer expected anywhere.
+        this.published.delete(this.base + rel);
+        this.mine.delete(rel);
+        await this.store.delete(this.base + rel);
+        entries.delete(rel);
+        touched.add(partitionOf(rel) ?? '');
+        this.stats.deletes++;
+      }
+      for (const entry of writes) {
+        this.published.delete(this.base + entry.key); // being overwritten: its old entry may change
+        await this.store.put(this.base + entry.key, bodyOf(entry), undefined, 'application/octet-stream');
+        entry.lastModified = new Date().toISOString(); // as clients do: the time of their upload
+        entries.set(entry.key, entry);
+        touched.add(partitionOf(entry.key) ?? '');
+        this.stats.uploads++;
+      }
+      await this.writeIndex(entries, touched);
+      const at = Date.now();
+      for (const entry of writes) {
+        this.mine.set(entry.key, entry);
+        this.published.set(this.base + entry.key, { root: this.root, layout: this.layout, rel: entry.key, entry, at });
+      }
+      this.stats.pushes++;
+    } finally {
+      await this.release(nonce);
+    }
+  }
+
+  private entryFor(rel: string): ClientEntry {
+    const size = 1 + this.rng.int(400);
+    const seed = `${this.id}-${rel}-${size}-${this.rng.next()}`;
+    const body = Buffer.alloc(size, seed);
+    const now = new Date().toISOString();
+    return { key: rel, size, lastModified: now, localMtime: now, sha256: createHash('sha256').update(body).digest('hex'), simTag: seed };
+  }
+
+  private async writeIndex(entries: Map<string, ClientEntry>, touched: Set<string>): Promise<void> {
+    const byPartition = new Map<string, Record<string, ClientEntry>>();
+    for (const [rel, entry] of entries) {
+      const p = partitionOf(rel);
+      if (p === undefined) continue;
+      if (!byPartition.has(p)) byPartition.set(p, {});
+      byPartition.get(p)![rel] = entry;
+    }
+    if (this.layout !== 'shard-first') {
+      const index = { version: 1, lastPulled: new Date().toISOString(), entries: Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : 1))) };
+      await this.store.put(this.base + INDEX_KEY, JSON.stringify(index, null, 2));
+    }
+    if (this.layout === 'monolith') return;
+    let previous = { partitions: [] as string[], commitSeq: 0 };
+    if (this.layout === 'shard-first') {
+      const meta = await this.store.get(this.base + SHARD_META_KEY);
+      if (meta) previous = JSON.parse(meta.body.toString('utf8'));
+    }
+    const partitions = [...new Set([...previous.partitions, ...byPartition.keys()])].sort();
+    for (const p of touched) {
+      if (!p) continue;
+      await this.store.put(`${this.base}_index/${p}.json`, JSON.stringify({ version: 1, entries: byPartition.get(p) ?? {} }));
+    }
+    const meta = this.layout === 'shard-first' ? { version: 2, partitions, commitSeq: previous.commitSeq + 1 } : { version: 1, partitions };
+    await this.store.put(this.base + SHARD_META_KEY, JSON.stringify(meta));
+  }
+}
+
+/** The bytes of a client's file: its size, filled so the sha256 matches the entry. */
+function bodyOf(entry: ClientEntry): Buffer {
+  return Buffer.alloc(entry.size, entry.simTag);
+}
+
+/** Odd names the out-of-band writer uses: spaces, unicode, `+`, `%`. */
+export const ODD_NAMES = ['with space', 'ünïcødé', 'plus+sign', 'per%cent', 'a+b c%20d', '日本語', 'tilde~and=equals'];
+
+/** An out-of-band writer (another tool, a human with the console): no lock, no index. */
+export class OutOfBandWriter {
+  private readonly keys = new Set<string>();
+
+  constructor(
+    private readonly store: S3Store,
+    private readonly roots: readonly string[],
+    private readonly rng: Rng,
+    private readonly stats: ClientStats,
+  ) {}
+
+  async step(): Promise<void> {
+    const root = this.rng.pick(this.roots);
+    const base = root ? `${root}/` : '';
+    const name = this.rng.pick(ODD_NAMES);
+    const rel = this.rng.chance(0.5) ? `data/oob/${name}/x/1/raw` : `files/oob ${name} ${this.rng.int(5)}.txt`;
+    const key = base + rel;
+    if (this.keys.has(key) && this.rng.chance(0.35)) {
+      await this.store.delete(key);
+      this.keys.delete(key);
+    } else {
+      await this.store.put(key, Buffer.alloc(1 + this.rng.int(300), name), undefined, 'application/octet-stream');
+      this.keys.add(key);
+    }
+    this.stats.oobOps++;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * `npm run chaos -- --seed N --seconds S` (or `--seeds 1..20`, `--parallel 2`, `--no-faults`, `--no-kills`,
+ * `--json FILE`): runs seeded chaos schedules and prints one row per seed and a total; a failing seed
+ * prints the command that replays it. Exit 1 when any seed broke an invariant.
+ */
+import { writeFileSync } from 'node:fs';
+import { type ChaosOptions, type ChaosReport, replayCommand, runChaos } from './chaos';
+
+function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel: number; faults: boolean; kills: boolean; json?: string } {
+  const out = { seeds: [1], seconds: 60, parallel: 1, faults: true, kills: true, json: undefined as string | undefined };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = () => argv[++i] ?? '';
+    if (a === '--seed') out.seeds = [Number(v())];
+    else if (a === '--seeds') {
+      const [lo, hi] = v().split('..').map(Number);
+      out.seeds = Array.from({ length: (hi ?? lo) - lo + 1 }, (_, k) => lo + k);
+    } else if (a === '--seconds') out.seconds = Number(v());
+    else if (a === '--parallel') out.parallel = Math.max(1, Number(v()));
+    else if (a === '--no-faults') out.faults = false;
+    else if (a === '--no-kills') out.kills = false;
+    else if (a === '--json') out.json = v();
+    else throw new Error(`unknown flag ${a}`);
+  }
+  if (out.seeds.some((s) => !Number.isInteger(s)) || !(out.seconds > 0)) throw new Error('--seed/--seeds take whole numbers, --seconds a positive number');
+  return out;
+}
+
+function row(r: ChaosReport): string {
+  const faults = Object.values(r.faults).reduce((a, b) => a + b, 0);
+  const kills = Object.values(r.kills).reduce((a, b) => a + b, 0);
+  return [
+    r.seed,
+    r.ok ? 'ok' : 'FAIL',
+    r.pushes,
+    r.uploads + r.clientDeletes,
+    r.oobOps,
+    r.repairRuns,
+    r.lambdaBatches,
+    r.itemFailures,
+    r.indexerRequests,
+    `${r.faults.slowdown}/${r.faults.reset}/${r.faults['drop-answer']}/${r.faults.delay}`,
+    kills,
+    r.entriesChecked,
+    r.finalEntries,
+    r.vanished.length,
+    r.lostFields.length,
+    r.finalMismatch.length,
+    r.lockTimeouts,
+    (r.maxLockWaitMs / 1000).toFixed(1),
+    (r.maxLockWaitAfterKillMs / 1000).toFixed(1),
+    (r.drainMs / 1000).toFixed(1),
+  ].join(' | ') + (faults >= 0 ? '' : '');
+}
+
+const HEADER =
+  'seed | result | pushes | client ops | oob ops | repairs | lambda batches | item failures | indexer requests | faults 503/reset/drop/delay | kills | entries checked | final entries | vanished | lost fields | final mismatches | lock timeouts | max lock wait s | max wait after a kill s | drain s';
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const reports: ChaosReport[] = [];
+  const queue = [...args.seeds];
+  console.log(`| ${HEADER} |`);
+  console.log(`|${HEADER.split('|').map(() => ' --- ').join('|')}|`);
+  const runOne = async (): Promise<void> => {
+    for (let seed = queue.shift(); seed !== undefined; seed = queue.shift()) {
+      const options: ChaosOptions = { seed, seconds: args.seconds, faults: args.faults, kills: args.kills, log: (l) => console.error(`[seed ${seed}] ${l}`) };
+      let report: ChaosReport;
+      try {
+        report = await runChaos(options);
+      } catch (err) {
+        console.error(`seed ${seed} could not run: ${err instanceof Error ? err.stack : String(err)}\n  replay: ${replayCommand(options)}`);
+        process.exitCode = 1;
+        continue;
+      }
+      reports.push(report);
+      console.log(`| ${row(report)} |`);
+      if (!report.ok) {
+        process.exitCode = 1;
+        const problems = [...report.vanished, ...report.lostFields, ...report.finalMismatch, ...report.leftovers, ...report.crashesWithoutMessage, ...report.clientErrors];
+        if (report.lockTimeouts) problems.push(`${report.lockTimeouts} client lock timeouts`);
+        console.error(`seed ${seed} FAILED:\n  ${problems.slice(0, 30).join('\n  ')}\n  replay: ${replayCommand(options)}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: args.parallel }, runOne));
+  const sum = (f: (r: ChaosReport) => number) => reports.reduce((a, r) => a + f(r), 0);
+  const kills: Record<string, number> = {};
+  for (const r of reports) for (const [k, n] of Object.entries(r.kills)) kills[k] = (kills[k] ?? 0) + n;
+  console.log(
+    `\n${reports.length} schedules (${reports.filter((r) => r.ok).length} ok), ${args.seconds} s each, faults ${args.faults ? 'on' : 'off'}, kills ${args.kills ? 'on' : 'off'}: ` +
+      `${sum((r) => r.pushes)} client pushes, ${sum((r) => r.uploads + r.clientDeletes)} client uploads/deletes, ${sum((r) => r.oobOps)} out-of-band ops, ` +
+      `${sum((r) => r.repairRuns)} repairs, ${sum((r) => r.lambdaBatches)} Lambda batches (${sum((r) => r.lambdaRecords)} records, ${sum((r) => r.itemFailures)} item failures), ` +
+      `${sum((r) => r.indexerRequests)} indexer requests; faults: 503 ${sum((r) => r.faults.slowdown)}, reset ${sum((r) => r.faults.reset)}, dropped answer ${sum((r) => r.faults['drop-answer'])}, delay ${sum((r) => r.faults.delay)}; ` +
+      `kills ${JSON.stringify(kills)}; entries checked ${sum((r) => r.entriesChecked)}; vanished ${sum((r) => r.vanished.length)}, lost fields ${sum((r) => r.lostFields.length)}, ` +
+      `final mismatches ${sum((r) => r.finalMismatch.length)}, lock timeouts ${sum((r) => r.lockTimeouts)}, max client lock wait ${(Math.max(0, ...reports.map((r) => r.maxLockWaitMs)) / 1000).toFixed(1)} s (${(Math.max(0, ...reports.map((r) => r.maxLockWaitAfterKillMs)) / 1000).toFixed(1)} s after a kill)`,
+  );
+  if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
+}
+
+void main();
