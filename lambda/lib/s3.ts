@@ -193,7 +193,8 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   }
   const network = networkCodeOf(err);
   if (network !== undefined) {
-    return new S3UnavailableError(`Could not reach S3 for ${operation} on ${where} (${network}) after every retry`, 'Check the endpoint and network, then retry', {
+    // The detail names the endpoint (a refused address, or the silent endpoint of a request timeout).
+    return new S3UnavailableError(`Could not reach S3 for ${operation} on ${where} (${network}) after every retry: ${detail}`, 'Check the endpoint and network, then retry', {
       cause: err,
     });
   }
