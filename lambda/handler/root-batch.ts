@@ -147,17 +147,25 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     const changes = latestChanges(events, (c) => c.key.slice(base.length));
     const eventKeys = [...changes.keys()];
     if (changes.size === 0 && entry.recheckKeys.size === 0) continue;
-    // A re-check asks S3 only about keys whose entry no longer says what the delta wrote (a push erased
-    // or changed it); what S3 says now is later than any event in the batch.
+    // A re-check asks S3 about keys whose entry no longer says what the delta wrote (a push erased or
+    // changed it), and about every key a delta indexed as present: its event may have been a late one
+    // (SQS redelivers and reorders) for an object deleted since. What S3 says now is later than any event.
     let observed = new Map<string, ObjectChange>();
+    // Keys whose entry S3 contradicted: only those can have been restored, and only those are checked again.
+    const contradicted = new Set<string>();
     const delta: ReadonlyMap<string, ObjectChange> | ChangesFor = entry.recheckKeys.size
       ? async (index) => {
           const doubtful = [...entry.recheckKeys].filter((key) => {
             const expected = entry.recheckExpected.get(key);
             const now = index.entries.get(key);
-            return expected === undefined || (expected === null ? now !== undefined : now?.size !== expected);
+            return expected === undefined || expected !== null || now !== undefined;
           });
           observed = await observeKeys(store, scope, doubtful, RECHECK_CONCURRENCY);
+          contradicted.clear();
+          for (const [key, o] of observed) {
+            const now = index.entries.get(key);
+            if (o.kind === 'created' ? now?.size !== o.size : now !== undefined) contradicted.add(key);
+          }
           return new Map([...changes, ...observed]);
         }
       : changes;
@@ -171,8 +179,8 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       await healFromListing(rt, scope, remainingMs, progress);
       continue;
     }
-    // Only a re-check that found doubtful keys and wrote can have restored something a push erased.
-    const restored = observed.size > 0 && report.published;
+    // Only a re-check that S3 contradicted and that wrote can have restored something a push erased.
+    const restored = contradicted.size > 0 && report.published;
     if (restored && eventKeys.length === 0) {
       count(Metric.RecheckRestored, report.added + report.removed + report.resized);
       logger.info('re-check restored what a push erased', { scope: report.scope, round: entry.recheckRound, added: report.added, removed: report.removed, resized: report.resized });
@@ -188,8 +196,9 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       }
       if (restored && entry.recheckRound < MAX_RECHECK_ROUNDS) {
         // The next round checks the keys it restored, expecting what S3 said.
-        const expected = new Map([...observed].map(([key, o]) => [key, o.kind === 'created' ? (o.size ?? 0) : null]));
-        sent += await queue.sendRecheck(scope, [...observed.keys()], entry.recheckRound + 1, config.recheckDelaySeconds, expected);
+        const again = [...contradicted];
+        const expected = new Map(again.map((key) => [key, observed.get(key)!.kind === 'created' ? (observed.get(key)!.size ?? 0) : null]));
+        sent += await queue.sendRecheck(scope, again, entry.recheckRound + 1, config.recheckDelaySeconds, expected);
       }
     } catch (err) {
       // The delta stands; only its convergence check is lost, and the schedule still repairs.

@@ -350,7 +350,7 @@ describe('convergence with a client push racing the delta', () => {
     expect(proxy.putsOf(store.bucket, `r/${INDEX_KEY}`)).toBe(0);
   });
 
-  test('a re-check asks S3 only about keys whose entry no longer says what the delta wrote', async () => {
+  test('a re-check asks S3 about every key the delta indexed as present, and restores the one a push erased', async () => {
     const fx = await notifiedBucket('recheck-cheap');
     const { store } = fx;
     const root = { bucket: store.bucket, prefix: 'c' };
@@ -372,7 +372,34 @@ describe('convergence with a client push racing the delta', () => {
     proxy.reset();
     const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
     expect(run.result.batchItemFailures).toEqual([]);
-    expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path)).toEqual([`/${store.bucket}/c/files/erased.txt`]);
+    expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path).sort()).toEqual([
+      `/${store.bucket}/c/files/erased.txt`,
+      `/${store.bucket}/c/files/kept.txt`,
+    ]);
+    expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
+  });
+
+  test('a late created event for an object deleted since is indexed, then removed by its re-check', async () => {
+    const fx = await notifiedBucket('recheck-late');
+    const { store } = fx;
+    const root = { bucket: store.bucket, prefix: 'l' };
+    await indexedRoot(store, 'l', 3);
+    await fx.receive();
+    await putObject(store, 'l/files/gone.txt', 'gone');
+    const created = (await fx.receive()).filter((m) => m.Body?.includes('gone.txt'));
+    // The object is deleted, and its delete event handled, before the create event comes (SQS reorders and redelivers).
+    await deleteObject(store, 'l/files/gone.txt');
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const removed = (await fx.receive()).filter((m) => m.Body?.includes('gone.txt'));
+    expect((await invoke<BatchResponse>(lambda, sqsEventFrom(removed))).result.batchItemFailures).toEqual([]);
+    expect((await invoke<BatchResponse>(lambda, sqsEventFrom(created))).result.batchItemFailures).toEqual([]);
+    expect((await indexOf(store, { root })).map((e) => e.key)).toContain('files/gone.txt');
+
+    // The create's own re-check (it expects the entry it wrote), not the delete's (which expects none).
+    const ofCreate = (m: { Body?: string }) => !!m.Body?.includes('"recheck"') && JSON.parse(m.Body).recheck.expected?.['files/gone.txt'] === 4;
+    const recheck = (await fx.receiveUntil((ms) => ms.some(ofCreate))).filter(ofCreate);
+    const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
+    expect(run.result.batchItemFailures).toEqual([]);
     expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
   });
 
@@ -391,7 +418,8 @@ describe('convergence with a client push racing the delta', () => {
     proxy.reset();
     const run = await invoke<BatchResponse>(lambda, sqsEventFrom([...recheck, ...events]));
     expect(run.result.batchItemFailures).toEqual([]);
-    expect(proxy.requests.filter((r) => r.method === 'HEAD')).toEqual([]);
+    // The first upload's entry is confirmed with S3; S3 agrees, so nothing counts as restored.
+    expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path)).toEqual([`/${store.bucket}/m/files/first.txt`]);
     // Only the new event's own first-round re-check is sent, not a second round of the first one.
     const sent = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) => m.Body?.includes('"recheck"'));
     expect(sent.map((m) => JSON.parse(m.Body!).recheck)).toEqual([expect.objectContaining({ keys: ['files/second.txt'], round: 1 })]);
