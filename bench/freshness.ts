@@ -14,7 +14,7 @@
  * bytes it wrote, per 1,000 uploads, re-checks included.
  *
  *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 1] [--max-concurrency 2] [--sqs model|moto]
- *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shards] [--json]
+ *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shard-first] [--json]
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -49,7 +49,7 @@ export interface FreshnessOptions {
   readonly log?: (line: string) => void;
 }
 
-type Layout = 'monolith' | 'shards';
+type Layout = 'monolith' | 'shard-first';
 
 /** The figures of one burst on one root. */
 export interface FreshnessCell {
@@ -131,7 +131,7 @@ async function indexedRoot(host: Host, client: S3Client, bucket: string, entries
   await host.ask({ op: 'seed', bucket, options: { count: entries, prefix: 'root', layout: 'swamp' } });
   const store = new S3Store(client, bucket);
   // A shard-first root is one whose manifest says version 2; the heal keeps that layout and fills it.
-  if (layout === 'shards') await store.put(`root/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
+  if (layout === 'shard-first') await store.put(`root/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
   const report = await healRoot(store, { bucket, prefix: 'root' }, { mode: 'repair', lister: parallelLister() });
   const scope = report.scopes[0];
   if (scope.layout !== layout) throw new Error(`seeding ${bucket}: expected a ${layout} root, the heal found ${scope.layout}`);
@@ -340,7 +340,7 @@ async function main(): Promise<void> {
     maxConcurrency: Number(values['max-concurrency'] ?? 2),
     entries: list(values.entries, '1000,100000'),
     bursts: list(values.bursts, '1,100,5000'),
-    layouts: (values.layouts ?? 'monolith,shards').split(',') as Layout[],
+    layouts: (values.layouts ?? 'monolith,shard-first').split(',') as Layout[],
     sqs: values.sqs === 'moto' ? 'moto' : 'model',
     log: (line) => void process.stderr.write(`${line}\n`),
   };
@@ -364,7 +364,7 @@ export async function freshnessBench(o: { latencyMs: number; quick: boolean; log
     maxConcurrency: 2,
     entries: o.quick ? [1000] : [1000, 100_000],
     bursts: o.quick ? [1, 100] : [1, 100, 5000],
-    layouts: ['monolith', 'shards'],
+    layouts: ['monolith', 'shard-first'],
     log: o.log,
   };
   const cells = await measureFreshness(options);
