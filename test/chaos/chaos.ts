@@ -586,3 +586,86 @@ export function replayCommand(options: ChaosOptions): string {
 }
 
 export { seededRng, type Rng };
+
+/** One crash point: the indexer killed right after `step` on a root of `layout`, then what a client and the next run saw. */
+export interface CrashPointRow {
+  readonly layout: ChaosLayout;
+  readonly step: CrashStep;
+  /** False when the run never reached that step (nothing to publish there, e.g. no shard in a monolith). */
+  readonly killed: boolean;
+  /** How long a client then waited for the lock. */
+  readonly clientWaitMs: number;
+  readonly nextExit: number | null;
+  /** After the next run: the layout's truth equals the listing, no lock, no publish intent. */
+  readonly healed: boolean;
+  readonly detail: string[];
+}
+
+/** Kills `repair` right after each S3 step of a publish, on each layout; a client then pushes and the next run must finish the work. */
+export async function runCrashPoints(log: (line: string) => void = () => undefined): Promise<CrashPointRow[]> {
+  process.env.AWS_ACCESS_KEY_ID ??= 'testing';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.env.AWS_EC2_METADATA_DISABLED = 'true';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  const moto = await startSerialMoto();
+  const direct = new S3Store(createS3Client({ endpoint: moto.endpoint, forcePathStyle: true, region: 'us-east-1' }), 'crash-points');
+  const rows: CrashPointRow[] = [];
+  const rng = seededRng(42);
+  try {
+    await direct.client.send(new CreateBucketCommand({ Bucket: direct.bucket }));
+    for (const layout of CHAOS_LAYOUTS) {
+      for (const step of CRASH_STEPS) {
+        const root = `${layout}-${step}`;
+        const base = `${root}/`;
+        if (layout === 'dual-write') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 1, partitions: [] }));
+        if (layout === 'shard-first') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
+        const stats: ClientStats = { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+        const client = new SwampClient(direct, root, layout, `c-${step}`, seededRng(rng.int(2 ** 31)), stats, new Map());
+        await client.push();
+        await client.push();
+        // Work for the indexer: objects no index holds, in partitions the index already has and new ones.
+        for (let i = 0; i < 3; i++) await direct.put(`${base}logs/oob-${i}.log`, 'x'.repeat(i + 1));
+        await direct.put(`${base}files/oob file.txt`, 'y');
+        const proxy = await startFaultProxy(moto.endpoint, rng, NO_FAULTS);
+        let killed = false;
+        const child = spawn(process.execPath, [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style'], {
+          env: { ...process.env },
+          stdio: 'ignore',
+        });
+        proxy.onAnswered = (r) => {
+          if (stepOf(r) === step && !killed) {
+            killed = true;
+            child.kill('SIGKILL');
+          }
+        };
+        await new Promise((r) => child.once('exit', r));
+        await proxy.close();
+        await client.push();
+        const clientWaitMs = stats.lockWaitsMs[stats.lockWaitsMs.length - 1] ?? -1;
+        const next = spawn(process.execPath, [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', moto.endpoint, '--force-path-style'], { env: { ...process.env }, stdio: 'ignore' });
+        const nextExit = await new Promise<number | null>((r) => next.once('exit', (c) => r(c)));
+        const detail: string[] = [];
+        const truth = await readTruth(direct, base, layout);
+        if (truth.problem) detail.push(truth.problem);
+        const listed = new Map<string, number>();
+        for await (const page of direct.listPages({ prefix: base })) {
+          for (const o of page.objects) {
+            const rel = o.key.slice(base.length);
+            if (o.key.startsWith(`${base}_control/datastore-indexer/publishing/`)) detail.push(`intent left: ${o.key}`);
+            if (rel === LOCK_KEY) detail.push('lock left');
+            if (!isInternalKey(rel)) listed.set(rel, o.size);
+          }
+        }
+        for (const [rel, size] of listed) if (truth.entries.get(rel)?.size !== size) detail.push(`${rel}: not indexed at ${size} B`);
+        for (const rel of truth.entries.keys()) if (!listed.has(rel)) detail.push(`${rel}: indexed, not in S3`);
+        rows.push({ layout, step, killed, clientWaitMs, nextExit, healed: detail.length === 0 && nextExit === 0, detail });
+        log(`${layout} ${step}: killed ${killed}, client waited ${(clientWaitMs / 1000).toFixed(1)} s, next run exit ${nextExit}, ${detail.length ? detail.join('; ') : 'healed'}`);
+      }
+    }
+    return rows;
+  } finally {
+    direct.client.destroy();
+    moto.stop();
+  }
+}
