@@ -414,7 +414,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const queue: Delivery[] = [];
     let lastWork = Date.now();
     const receive = async (): Promise<number> => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 600 }));
       const messages: Message[] = out.Messages ?? [];
       if (messages.length) {
         await sqs.send(new DeleteMessageBatchCommand({ QueueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }));
@@ -427,8 +427,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       return messages.length;
     };
     let deliveryId = 0;
+    // Batches of 1-40 records while writers run, 100 while draining (the stack's event source batches up to 1000).
     const lambdaBatch = async (): Promise<void> => {
-      const batch = queue.splice(0, 1 + deliveryRng.int(10));
+      const batch = queue.splice(0, quiet.on ? 100 : 1 + deliveryRng.int(40));
       if (!batch.length) return;
       lastWork = Date.now();
       const event = { Records: batch.map((d) => recordOf({ ...d, id: `${d.id}#${deliveryId++}` })) };
@@ -458,10 +459,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const lambdaLoop = (async () => {
       while (running()) {
         await guard('lambda', async () => {
-          await receive();
+          while ((await receive()) === 10);
           await lambdaBatch();
         });
-        await sleep(200 + rng.int(600));
+        await sleep(50 + rng.int(250));
       }
     })();
 
@@ -473,8 +474,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const c of children) c.kill('SIGKILL');
     const drainStarted = Date.now();
     let idleSince = Date.now();
-    while (Date.now() - drainStarted < 180_000) {
-      const got = await receive().catch(() => 0);
+    while (Date.now() - drainStarted < 900_000) {
+      let got = 0;
+      for (let n = 10; n === 10; got += n) n = await receive().catch(() => 0);
       if (queue.length) {
         await lambdaBatch().catch((err: unknown) => void stats.errors.push(`lambda (drain): ${String(err)}`));
         idleSince = Date.now();
