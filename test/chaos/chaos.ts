@@ -518,7 +518,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (listing.has(base + LOCK_KEY)) report.leftovers.push(`${base + LOCK_KEY} still held`);
       // No half-written shard set: no publish intent left, and every partition file is one the manifest lists.
       for (const key of listing.keys()) if (key.startsWith(`${base}_control/datastore-indexer/publishing/`)) report.leftovers.push(`${key}: a publish intent left behind`);
-      if (layout !== 'monolith') {
+      // (A dual-write partition file the manifest no longer lists is harmless: the monolith is the truth there.)
+      if (layout === 'shard-first') {
         const metaObj = await direct.get(base + SHARD_META_KEY);
         const listed = new Set(metaObj ? ((JSON.parse(metaObj.body.toString('utf8')) as { partitions?: string[] }).partitions ?? []) : []);
         for (const key of listing.keys()) {
