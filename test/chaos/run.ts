@@ -88,6 +88,8 @@ async function main(): Promise<void> {
       }
       reports.push(report);
       console.log(`| ${row(report)} |`);
+      // Written after every seed, so an interrupted batch keeps what it measured.
+      if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
       if (!report.ok) {
         process.exitCode = 1;
         const problems = [...report.vanished, ...report.lostFields, ...report.finalMismatch, ...report.leftovers, ...report.crashesWithoutMessage, ...report.clientErrors];
