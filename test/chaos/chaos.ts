@@ -414,7 +414,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const queue: Delivery[] = [];
     let lastWork = Date.now();
     const receive = async (): Promise<number> => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 600 }));
       const messages: Message[] = out.Messages ?? [];
       if (messages.length) {
         await sqs.send(new DeleteMessageBatchCommand({ QueueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }));
@@ -427,8 +427,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       return messages.length;
     };
     let deliveryId = 0;
+    // Batches of 1-40 records while writers run, 100 while draining (the stack's event source batches up to 1000).
     const lambdaBatch = async (): Promise<void> => {
-      const batch = queue.splice(0, 1 + deliveryRng.int(10));
+      const batch = queue.splice(0, quiet.on ? 100 : 1 + deliveryRng.int(40));
       if (!batch.length) return;
       lastWork = Date.now();
       const event = { Records: batch.map((d) => recordOf({ ...d, id: `${d.id}#${deliveryId++}` })) };
@@ -458,10 +459,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const lambdaLoop = (async () => {
       while (running()) {
         await guard('lambda', async () => {
-          await receive();
+          while ((await receive()) === 10);
           await lambdaBatch();
         });
-        await sleep(200 + rng.int(600));
+        await sleep(50 + rng.int(250));
       }
     })();
 
@@ -473,8 +474,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const c of children) c.kill('SIGKILL');
     const drainStarted = Date.now();
     let idleSince = Date.now();
-    while (Date.now() - drainStarted < 180_000) {
-      const got = await receive().catch(() => 0);
+    while (Date.now() - drainStarted < 900_000) {
+      let got = 0;
+      for (let n = 10; n === 10; got += n) n = await receive().catch(() => 0);
       if (queue.length) {
         await lambdaBatch().catch((err: unknown) => void stats.errors.push(`lambda (drain): ${String(err)}`));
         idleSince = Date.now();
@@ -516,7 +518,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (listing.has(base + LOCK_KEY)) report.leftovers.push(`${base + LOCK_KEY} still held`);
       // No half-written shard set: no publish intent left, and every partition file is one the manifest lists.
       for (const key of listing.keys()) if (key.startsWith(`${base}_control/datastore-indexer/publishing/`)) report.leftovers.push(`${key}: a publish intent left behind`);
-      if (layout !== 'monolith') {
+      // (A dual-write partition file the manifest no longer lists is harmless: the monolith is the truth there.)
+      if (layout === 'shard-first') {
         const metaObj = await direct.get(base + SHARD_META_KEY);
         const listed = new Set(metaObj ? ((JSON.parse(metaObj.body.toString('utf8')) as { partitions?: string[] }).partitions ?? []) : []);
         for (const key of listing.keys()) {
@@ -586,3 +589,86 @@ export function replayCommand(options: ChaosOptions): string {
 }
 
 export { seededRng, type Rng };
+
+/** One crash point: the indexer killed right after `step` on a root of `layout`, then what a client and the next run saw. */
+export interface CrashPointRow {
+  readonly layout: ChaosLayout;
+  readonly step: CrashStep;
+  /** False when the run never reached that step (nothing to publish there, e.g. no shard in a monolith). */
+  readonly killed: boolean;
+  /** How long a client then waited for the lock. */
+  readonly clientWaitMs: number;
+  readonly nextExit: number | null;
+  /** After the next run: the layout's truth equals the listing, no lock, no publish intent. */
+  readonly healed: boolean;
+  readonly detail: string[];
+}
+
+/** Kills `repair` right after each S3 step of a publish, on each layout; a client then pushes and the next run must finish the work. */
+export async function runCrashPoints(log: (line: string) => void = () => undefined): Promise<CrashPointRow[]> {
+  process.env.AWS_ACCESS_KEY_ID ??= 'testing';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.env.AWS_EC2_METADATA_DISABLED = 'true';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  const moto = await startSerialMoto();
+  const direct = new S3Store(createS3Client({ endpoint: moto.endpoint, forcePathStyle: true, region: 'us-east-1' }), 'crash-points');
+  const rows: CrashPointRow[] = [];
+  const rng = seededRng(42);
+  try {
+    await direct.client.send(new CreateBucketCommand({ Bucket: direct.bucket }));
+    for (const layout of CHAOS_LAYOUTS) {
+      for (const step of CRASH_STEPS) {
+        const root = `${layout}-${step}`;
+        const base = `${root}/`;
+        if (layout === 'dual-write') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 1, partitions: [] }));
+        if (layout === 'shard-first') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
+        const stats: ClientStats = { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+        const client = new SwampClient(direct, root, layout, `c-${step}`, seededRng(rng.int(2 ** 31)), stats, new Map());
+        await client.push();
+        await client.push();
+        // Work for the indexer: objects no index holds, in partitions the index already has and new ones.
+        for (let i = 0; i < 3; i++) await direct.put(`${base}logs/oob-${i}.log`, 'x'.repeat(i + 1));
+        await direct.put(`${base}files/oob file.txt`, 'y');
+        const proxy = await startFaultProxy(moto.endpoint, rng, NO_FAULTS);
+        let killed = false;
+        const child = spawn(process.execPath, [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style'], {
+          env: { ...process.env },
+          stdio: 'ignore',
+        });
+        proxy.onAnswered = (r) => {
+          if (stepOf(r) === step && !killed) {
+            killed = true;
+            child.kill('SIGKILL');
+          }
+        };
+        await new Promise((r) => child.once('exit', r));
+        await proxy.close();
+        await client.push();
+        const clientWaitMs = stats.lockWaitsMs[stats.lockWaitsMs.length - 1] ?? -1;
+        const next = spawn(process.execPath, [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', moto.endpoint, '--force-path-style'], { env: { ...process.env }, stdio: 'ignore' });
+        const nextExit = await new Promise<number | null>((r) => next.once('exit', (c) => r(c)));
+        const detail: string[] = [];
+        const truth = await readTruth(direct, base, layout);
+        if (truth.problem) detail.push(truth.problem);
+        const listed = new Map<string, number>();
+        for await (const page of direct.listPages({ prefix: base })) {
+          for (const o of page.objects) {
+            const rel = o.key.slice(base.length);
+            if (o.key.startsWith(`${base}_control/datastore-indexer/publishing/`)) detail.push(`intent left: ${o.key}`);
+            if (rel === LOCK_KEY) detail.push('lock left');
+            if (!isInternalKey(rel)) listed.set(rel, o.size);
+          }
+        }
+        for (const [rel, size] of listed) if (truth.entries.get(rel)?.size !== size) detail.push(`${rel}: not indexed at ${size} B`);
+        for (const rel of truth.entries.keys()) if (!listed.has(rel)) detail.push(`${rel}: indexed, not in S3`);
+        rows.push({ layout, step, killed, clientWaitMs, nextExit, healed: detail.length === 0 && nextExit === 0, detail });
+        log(`${layout} ${step}: killed ${killed}, client waited ${(clientWaitMs / 1000).toFixed(1)} s, next run exit ${nextExit}, ${detail.length ? detail.join('; ') : 'healed'}`);
+      }
+    }
+    return rows;
+  } finally {
+    direct.client.destroy();
+    moto.stop();
+  }
+}

@@ -4,7 +4,7 @@
  * prints the command that replays it. Exit 1 when any seed broke an invariant.
  */
 import { writeFileSync } from 'node:fs';
-import { type ChaosOptions, type ChaosReport, replayCommand, runChaos } from './chaos';
+import { type ChaosOptions, type ChaosReport, replayCommand, runChaos, runCrashPoints } from './chaos';
 
 function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel: number; faults: boolean; kills: boolean; json?: string } {
   const out = { seeds: [1], seconds: 60, parallel: 1, faults: true, kills: true, json: undefined as string | undefined };
@@ -56,7 +56,20 @@ function row(r: ChaosReport): string {
 const HEADER =
   'seed | result | pushes | client ops | oob ops | repairs | lambda batches | item failures | indexer requests | faults 503/reset/drop/delay | kills | entries checked | final entries | vanished | lost fields | final mismatches | lock timeouts | max lock wait s | max wait after a kill s | drain s';
 
+async function crashPoints(): Promise<void> {
+  const rows = await runCrashPoints((l) => console.error(l));
+  console.log('| layout | killed right after | killed | client lock wait s | next run exit | next run finished the work |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  for (const r of rows) {
+    console.log(`| ${r.layout} | ${r.step} | ${r.killed ? 'yes' : 'step not reached'} | ${(r.clientWaitMs / 1000).toFixed(1)} | ${r.nextExit} | ${r.healed ? 'yes' : `NO: ${r.detail.join('; ')}`} |`);
+  }
+  const worst = Math.max(0, ...rows.filter((r) => r.killed).map((r) => r.clientWaitMs));
+  console.log(`\nworst client lock wait after a kill: ${(worst / 1000).toFixed(1)} s; next run finished the work in ${rows.filter((r) => r.healed).length} of ${rows.length}`);
+  if (rows.some((r) => !r.healed)) process.exitCode = 1;
+}
+
 async function main(): Promise<void> {
+  if (process.argv.includes('--crash-points')) return crashPoints();
   const args = parseArgs(process.argv.slice(2));
   const reports: ChaosReport[] = [];
   const queue = [...args.seeds];
@@ -75,6 +88,8 @@ async function main(): Promise<void> {
       }
       reports.push(report);
       console.log(`| ${row(report)} |`);
+      // Written after every seed, so an interrupted batch keeps what it measured.
+      if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
       if (!report.ok) {
         process.exitCode = 1;
         const problems = [...report.vanished, ...report.lostFields, ...report.finalMismatch, ...report.leftovers, ...report.crashesWithoutMessage, ...report.clientErrors];
