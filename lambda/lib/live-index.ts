@@ -50,6 +50,8 @@ export interface MirrorState {
   readonly meta?: MirrorMeta;
   /** Partition files known to exist (listed in the manifest or seen in a listing). */
   readonly files: ReadonlySet<string>;
+  /** Partitions an earlier publish meant to refresh and may not have (its record was left): refreshed by the next write. */
+  readonly unfinished?: ReadonlySet<string>;
 }
 
 /** One object of an index that could not be parsed, with its bytes so a copy can be kept. */
@@ -206,6 +208,7 @@ export async function readLiveIndex(
     monolith.drop();
     throw err;
   }
+  if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolith);
   const object = await monolith.result;
   if (!object) return { ...layout, state: 'absent' };
   if (known && (object.notModified || object.etag === known.etag)) return { ...layout, state: 'valid', index: known.index, etag: known.etag };
@@ -215,6 +218,32 @@ export async function readLiveIndex(
     return { ...layout, state: 'unreadable', ...bad, parts: [bad] };
   }
   return { ...layout, state: 'valid', index: parsed.index, etag: object.etag };
+}
+
+/**
+ * The layout beside a monolith, with the partitions whose mirror files an earlier publish recorded (before
+ * its monolith write) and did not finish: a run that stopped between the two leaves stale partition files
+ * that a scoped pull would read, while the monolith already looks true.
+ */
+async function withUnfinishedMirror(store: S3Store, scope: IndexScope, layout: LiveLayout, monolith: SpeculativeRead): Promise<LiveLayout> {
+  let record: StoredObject | undefined;
+  try {
+    record = await store.get(publishIntentKey(scope));
+  } catch (err) {
+    monolith.drop();
+    throw err;
+  }
+  if (!record) return layout;
+  let partitions: string[] | undefined;
+  try {
+    const json = JSON.parse(record.body.toString('utf8')) as { partitions?: unknown };
+    if (Array.isArray(json.partitions)) partitions = json.partitions.filter((p): p is string => typeof p === 'string');
+  } catch {
+    // An unreadable record: every mirror file is refreshed.
+  }
+  const mirror = layout.mirror!;
+  const unfinished = new Set(partitions ?? [...mirror.files]);
+  return { ...layout, mirror: { ...mirror, unfinished }, pending: layout.pending ?? 'an earlier publish stopped between its index and its partition files' };
 }
 
 async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, metaObject: StoredObject, orphans: ReadonlySet<string>): Promise<LiveIndex> {
@@ -305,10 +334,18 @@ export async function writeIndex(
   if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
   if (live.layout !== 'shard-first') {
     const etag = live.state === 'absent' ? undefined : live.etag;
+    const targets = live.mirror ? mirrorTargets(live, next) : [];
+    const intentKey = publishIntentKey(scope);
+    // Recorded before the monolith: a run that stops before its partition files leaves it, and the next run refreshes them.
+    if (targets.length > 0) await store.put(intentKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
     const result = await store.put(base + INDEX_KEY, serializeIndex(next), conditional ? conditionFor(etag) : undefined);
     if (result.status === 'conflict') return { status: 'conflict', key: base + INDEX_KEY };
     if (result.etag) hooks.onMonolithWritten?.(result.etag);
-    if (live.mirror) await writeMirror(store, base, live, next, hooks);
+    if (live.mirror) {
+      const whole = await writeMirror(store, base, live, next, targets, hooks);
+      // A mirror write that failed keeps the record, so the next run tries those partitions again.
+      if (whole && (targets.length > 0 || live.mirror.unfinished)) await store.delete(intentKey).catch(() => undefined);
+    }
     return { status: 'written' };
   }
   const shards = live.shards!;
@@ -375,16 +412,15 @@ function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIn
  * as for clients (the monolith is the truth); a failure is reported through `onMirrorFailed`.
  * Beside a plain monolith only partition files that already exist are refreshed, and no manifest is made.
  */
-async function writeMirror(store: S3Store, base: string, live: LiveIndex, next: DatastoreIndex, hooks: WriteHooks): Promise<void> {
-  const mirror = live.mirror!;
+async function writeMirror(store: S3Store, base: string, live: LiveIndex, next: DatastoreIndex, targets: readonly string[], hooks: WriteHooks): Promise<boolean> {
   const dualWrite = live.layout === 'dual-write';
   const grouped = groupByPartition(next.entries);
-  const touched = touchedPartitions(live.state === 'valid' && !live.badManifest ? live.index : undefined, next);
-  const targets = [...touched].filter((p) => (dualWrite ? grouped.has(p) || mirror.files.has(p) : mirror.files.has(p))).sort();
+  let whole = true;
   const attempt = async (key: string, body: string): Promise<void> => {
     try {
       await store.put(key, body);
     } catch (err) {
+      whole = false;
       hooks.onMirrorFailed?.({ key, error: (err as Error).message });
     }
   };
@@ -397,6 +433,17 @@ async function writeMirror(store: S3Store, base: string, live: LiveIndex, next: 
     const meta: MirrorMeta = { version: 1, partitions: [...grouped.keys()].sort() };
     await attempt(base + SHARD_META_KEY, JSON.stringify(meta));
   }
+  return whole;
+}
+
+/** The partition files a write beside a monolith refreshes: those its change touched, and those an earlier publish left unfinished. */
+function mirrorTargets(live: LiveIndex, next: DatastoreIndex): string[] {
+  const mirror = live.mirror!;
+  const dualWrite = live.layout === 'dual-write';
+  const grouped = groupByPartition(next.entries);
+  const touched = touchedPartitions(live.state === 'valid' && !live.badManifest ? live.index : undefined, next);
+  for (const partition of mirror.unfinished ?? []) touched.add(partition);
+  return [...touched].filter((p) => (dualWrite ? grouped.has(p) || mirror.files.has(p) : mirror.files.has(p))).sort();
 }
 
 /** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */

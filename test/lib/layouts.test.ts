@@ -109,6 +109,31 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
     expect(again.scopes[0]).toMatchObject({ layout: 'dual-write', indexState: 'valid', drift: { missing: 0, stale: 0, resized: 0 } });
   });
 
+  it('finishes a publish that stopped between its monolith and its partition files: the next run refreshes them', async () => {
+    const { store, root } = await dualWriteRoot('ds/');
+    await putObject(store, 'ds/logs/run-2.log', 'two');
+    const change = new Map([['logs/run-2.log', objectChange('ds/logs/run-2.log', { size: 3 })]]);
+    // The first run dies (here: throws) at its first partition file, after the monolith was written.
+    const dying = hookedStore(store.bucket, {
+      beforePut: (key) => {
+        if (key.startsWith('ds/_index/')) throw new Error('killed');
+      },
+    });
+    await applyDelta(dying, { root }, change, { convergeRounds: 0 });
+    expect((await readIndex(store, 'ds/.datastore-index.json'))!.entries.has('logs/run-2.log')).toBe(true);
+    expect([...(await readIndex(store, 'ds/_index/logs.json'))!.entries.keys()]).toEqual(['logs/run-1.log']);
+    expect(await readObject(store, publishIntentKey({ root }))).toBeDefined();
+
+    const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
+    expect(check.scopes[0]).toMatchObject({ layout: 'dual-write', drift: { missing: 0, stale: 0, resized: 0 }, pending: expect.stringMatching(/partition files/) });
+    const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, mirrorFailures: 0 });
+    expect([...(await readIndex(store, 'ds/_index/logs.json'))!.entries.keys()].sort()).toEqual(['logs/run-1.log', 'logs/run-2.log']);
+    expect(await readObject(store, publishIntentKey({ root }))).toBeUndefined();
+    expect((await readJson<MirrorMeta>(store, 'ds/_index/_meta.json'))!.version).toBe(1);
+  });
+
   it('a delta keeps the mirror of the partition it touches', async () => {
     const { store, root } = await dualWriteRoot('dd/');
     await putObject(store, 'dd/logs/run-2.log', 'two');
