@@ -15,7 +15,10 @@ export interface DepthMeter {
 
 function describe(input: unknown): string {
   const i = input as Record<string, unknown>;
-  return ['Prefix', 'Delimiter', 'StartAfter', 'Key', 'IfMatch', 'IfNoneMatch'].filter((k) => i[k] !== undefined).map((k) => `${k}=${String(i[k])}`).join(' ');
+  return ['Prefix', 'Delimiter', 'StartAfter', 'Key', 'IfMatch', 'IfNoneMatch']
+    .filter((k) => i[k] !== undefined)
+    .map((k) => `${k}=${String(i[k])}`)
+    .join(' ');
 }
 
 /** Adds a middleware to `client` that measures request depth. */
@@ -28,7 +31,15 @@ export function meterDepth(client: S3Client, trace = false): DepthMeter {
     (next, context) => async (args) => {
       const depth = finished + 1;
       deepest = Math.max(deepest, depth);
-      const entry = log ? { op: (context.commandName ?? '?').replace(/Command$/, ''), depth, sentMs: performance.now() - started, doneMs: NaN, input: describe(args.input) } : undefined;
+      const entry = log
+        ? {
+            op: (context.commandName ?? '?').replace(/Command$/, ''),
+            depth,
+            sentMs: performance.now() - started,
+            doneMs: NaN,
+            input: describe(args.input),
+          }
+        : undefined;
       if (entry) log!.push(entry);
       try {
         return await next(args);

@@ -13,7 +13,14 @@ import type { SeedOptions } from './s3-model/seed';
 /** A request from the benchmark. */
 export type EventHostRequest =
   | { readonly id: number; readonly op: 'seed'; readonly bucket: string; readonly options: SeedOptions }
-  | { readonly id: number; readonly op: 'notify'; readonly bucket: string; readonly prefix: string; readonly queueUrl: string; readonly sqsEndpoint: string }
+  | {
+      readonly id: number;
+      readonly op: 'notify';
+      readonly bucket: string;
+      readonly prefix: string;
+      readonly queueUrl: string;
+      readonly sqsEndpoint: string;
+    }
   | { readonly id: number; readonly op: 'reset'; readonly marker: string }
   | { readonly id: number; readonly op: 'freshness'; readonly keys: string[] }
   | { readonly id: number; readonly op: 'counts' | 'stop' };
@@ -88,7 +95,7 @@ interface Watch {
 
 async function main(): Promise<void> {
   let watch: Watch | undefined;
-  let outbox: string[] = [];
+  const outbox: string[] = [];
   let flushing: Promise<void> | undefined;
   let stats = { internalBytesWritten: 0, internalPuts: 0, notifications: 0 };
   /**
@@ -103,7 +110,9 @@ async function main(): Promise<void> {
   const flush = async (): Promise<void> => {
     while (watch && outbox.length) {
       const chunk = outbox.splice(0, 10);
-      await watch.sqs.send(new SendMessageBatchCommand({ QueueUrl: watch.queueUrl, Entries: chunk.map((body, i) => ({ Id: String(i), MessageBody: body })) }));
+      await watch.sqs.send(
+        new SendMessageBatchCommand({ QueueUrl: watch.queueUrl, Entries: chunk.map((body, i) => ({ Id: String(i), MessageBody: body })) }),
+      );
     }
   };
   const schedule = (): void => {
@@ -135,7 +144,8 @@ async function main(): Promise<void> {
       if (isInternalKey(rel)) {
         stats.internalBytesWritten += write.object?.size ?? 0;
         stats.internalPuts++;
-        if ((rel === INDEX_KEY || rel.startsWith(SHARD_DIR)) && write.object?.body) indexWrites.push(indexWriteOf(rel, write.timeMs, write.object.body));
+        if ((rel === INDEX_KEY || rel.startsWith(SHARD_DIR)) && write.object?.body)
+          indexWrites.push(indexWriteOf(rel, write.timeMs, write.object.body));
       } else if (!putTimes.has(rel)) {
         putTimes.set(rel, write.timeMs);
       }
@@ -157,7 +167,8 @@ async function main(): Promise<void> {
       if (!pending.size) break;
       let holds: (rel: string) => boolean;
       if (write.key === INDEX_KEY) holds = (rel) => write.rels.has(rel);
-      else if (write.meta) holds = (rel) => write.meta!.has(partitionOf(rel) ?? '') && (partitions.get(partitionOf(rel) ?? '')?.has(rel) ?? false);
+      else if (write.meta)
+        holds = (rel) => write.meta!.has(partitionOf(rel) ?? '') && (partitions.get(partitionOf(rel) ?? '')?.has(rel) ?? false);
       else {
         partitions.set(write.key.slice(SHARD_DIR.length).replace(/\.json$/, ''), write.rels);
         continue;

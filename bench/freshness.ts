@@ -94,7 +94,10 @@ interface Host {
 }
 
 async function startHost(latencyMs: number): Promise<Host> {
-  const child = fork(join(__dirname, 'event-host.ts'), [String(latencyMs)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(join(__dirname, 'event-host.ts'), [String(latencyMs)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let nextId = 1;
   child.on('message', (reply: EventHostReply) => {
@@ -138,7 +141,12 @@ async function indexedRoot(host: Host, client: S3Client, bucket: string, entries
 }
 
 async function depth(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }));
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: queueUrl,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
+  );
   return Object.values(Attributes ?? {}).reduce((sum, v) => sum + Number(v), 0);
 }
 
@@ -157,7 +165,8 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
         log(`freshness: seeding ${bucket} (${entries} objects, ${layout} index)`);
         await indexedRoot(host, client, bucket, entries, layout);
         const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${bucket}-dlq` }));
-        const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+        const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!
+          .QueueArn!;
         const { QueueUrl } = await sqs.send(
           new CreateQueueCommand({
             QueueName: bucket,
@@ -190,7 +199,13 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
           o.maxConcurrency,
           { onLog },
         );
-        const source = startEventSource({ sqs, queueUrl: QueueUrl!, batchingWindowMs: o.windowS * 1000, maxConcurrency: o.maxConcurrency, invoke: workers.invoke });
+        const source = startEventSource({
+          sqs,
+          queueUrl: QueueUrl!,
+          batchingWindowMs: o.windowS * 1000,
+          maxConcurrency: o.maxConcurrency,
+          invoke: workers.invoke,
+        });
         try {
           for (const burst of o.bursts) {
             const rounds = burst === 1 ? (o.singles ?? 5) : 1;
@@ -209,7 +224,9 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
               const keys = Array.from({ length: burst }, (_, i) => `${tag}${String(i).padStart(5, '0')}.bin`);
               const started = Date.now();
               await mapLimit(keys, o.uploadConcurrency ?? 10, (rel) =>
-                client.send(new PutObjectCommand({ Bucket: bucket, Key: `root/${rel}`, Body: Buffer.alloc(100 + (rel.length % 900), 120) })),
+                client.send(
+                  new PutObjectCommand({ Bucket: bucket, Key: `root/${rel}`, Body: Buffer.alloc(100 + (rel.length % 900), 120) }),
+                ),
               );
               uploadMs = Math.max(uploadMs, Date.now() - started);
               await source.drained({ quietMs: 1500 });
@@ -220,7 +237,8 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
               }
               const stats = await host.ask<WriteStats>({ op: 'counts' });
               requests += Object.values(stats.requests).reduce((a, b) => a + b, 0) - burst;
-              for (const [op, n] of Object.entries(stats.requests)) byOperation[op] = (byOperation[op] ?? 0) + n - (op === 'PutObject' ? burst : 0);
+              for (const [op, n] of Object.entries(stats.requests))
+                byOperation[op] = (byOperation[op] ?? 0) + n - (op === 'PutObject' ? burst : 0);
               bytes += stats.internalBytesWritten;
             }
             const runs = source.invocations.slice(before);
@@ -238,8 +256,14 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
               requestsByOperation: Object.fromEntries(Object.entries(byOperation).filter(([, n]) => n > 0)),
               bytesWrittenPer1kUploads: (bytes / uploads) * 1000,
               invocations: runs.length,
-              invocationP50Ms: quantile(batches.map((b) => b.ms), 0.5),
-              batchP50: quantile(batches.map((b) => b.records), 0.5),
+              invocationP50Ms: quantile(
+                batches.map((b) => b.ms),
+                0.5,
+              ),
+              batchP50: quantile(
+                batches.map((b) => b.records),
+                0.5,
+              ),
               failedItems: runs.reduce((a, r) => a + r.failed, 0),
               deadLetters: await depth(sqs, dlq.QueueUrl!),
               uploadMs,
@@ -275,8 +299,25 @@ function describe(c: FreshnessCell): string {
 }
 
 /** The printed table of freshness and cost. */
-export function freshnessTable(cells: readonly FreshnessCell[], o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency' | 'sqs'>): string {
-  const head = ['root', 'layout', 'burst', 'fresh p50 s', 'fresh p99 s', 'invocations', 'inv p50 s', 'batch p50', 'requests/1k', 'written/1k', 'failed', 'DLQ', 'upload s'];
+export function freshnessTable(
+  cells: readonly FreshnessCell[],
+  o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency' | 'sqs'>,
+): string {
+  const head = [
+    'root',
+    'layout',
+    'burst',
+    'fresh p50 s',
+    'fresh p99 s',
+    'invocations',
+    'inv p50 s',
+    'batch p50',
+    'requests/1k',
+    'written/1k',
+    'failed',
+    'DLQ',
+    'upload s',
+  ];
   const rows = cells.map((c) => [
     String(c.entries),
     c.layout,
@@ -357,7 +398,11 @@ if (require.main === module) {
 }
 
 /** The freshness rows of `npm run bench`: the table to print and the `--json` fields. */
-export async function freshnessBench(o: { latencyMs: number; quick: boolean; log: (line: string) => void }): Promise<{ table: string; json: Record<string, unknown> }> {
+export async function freshnessBench(o: {
+  latencyMs: number;
+  quick: boolean;
+  log: (line: string) => void;
+}): Promise<{ table: string; json: Record<string, unknown> }> {
   const options: FreshnessOptions = {
     latencyMs: o.latencyMs,
     windowS: DEFAULT_WINDOW_S,

@@ -108,7 +108,17 @@ function childEnv(): NodeJS.ProcessEnv {
 /** `datastore-indexer hydrate` (the bundled command, as users run it) of the root into `dir`. */
 function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: string) => Promise<ChildRun> {
   return (dir) => {
-    const args = [cli, 'hydrate', '--bucket', target.bucket, '--prefix', target.prefix, '--endpoint', target.endpoint, '--force-path-style'];
+    const args = [
+      cli,
+      'hydrate',
+      '--bucket',
+      target.bucket,
+      '--prefix',
+      target.prefix,
+      '--endpoint',
+      target.endpoint,
+      '--force-path-style',
+    ];
     args.push('--cache', dir, '--json');
     if (concurrency !== undefined) args.push('--concurrency', String(concurrency));
     return timed(process.execPath, args, childEnv());
@@ -137,7 +147,20 @@ function rcloneCopy(target: Target, fastList = false): (dir: string) => Promise<
 /** `aws s3 sync` (its defaults) of the root into `dir`. */
 function awsSync(target: Target): (dir: string) => Promise<ChildRun> {
   return (dir) =>
-    timed('aws', ['s3', 'sync', `s3://${target.bucket}/${target.prefix}`, dir, '--endpoint-url', target.endpoint, '--only-show-errors', '--no-progress'], childEnv());
+    timed(
+      'aws',
+      [
+        's3',
+        'sync',
+        `s3://${target.bucket}/${target.prefix}`,
+        dir,
+        '--endpoint-url',
+        target.endpoint,
+        '--only-show-errors',
+        '--no-progress',
+      ],
+      childEnv(),
+    );
 }
 
 /** The first line of `<tool> --version`, or undefined when the tool is not on the PATH. */
@@ -177,7 +200,8 @@ export async function hydrateMeasures(
   await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
   const measures: Record<string, () => Promise<Timing>> = {};
   for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c));
-  if (o.baselineCli) measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli));
+  if (o.baselineCli)
+    measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli));
   const missing: string[] = [];
   const versions: string[] = [];
   if (o.peers) {
@@ -197,7 +221,7 @@ export async function hydrateMeasures(
 }
 
 const med = (timings: readonly Timing[] | undefined, pick: (t: Timing) => number = (t) => t.seconds): number | undefined =>
-  timings && timings.length ? median(timings.map(pick)) : undefined;
+  timings?.length ? median(timings.map(pick)) : undefined;
 
 /** Table rows for the hydrate measures: seconds (speedup against rclone copy), files/s, CPU per file. */
 export function hydrateRows(timings: Record<string, Timing[]>, names: readonly string[], missing: readonly string[]): Row[] {
@@ -287,7 +311,9 @@ async function main(): Promise<void> {
       peers: !values['no-peers'],
       baselineCli: values['baseline-cli'],
     });
-    process.stdout.write(`${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`);
+    process.stdout.write(
+      `${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`,
+    );
   } finally {
     await model.stop();
   }

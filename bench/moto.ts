@@ -14,7 +14,8 @@ export async function seededMoto(objects: number): Promise<{ target: Target; sto
     await mapLimit(
       Array.from({ length: objects }, (_, i) => i),
       32,
-      (i) => client.send(new PutObjectCommand({ Bucket: 'bench', Key: `root/${syntheticKey(i, objects)}`, Body: 'x'.repeat(1 + (i % 64)) })),
+      (i) =>
+        client.send(new PutObjectCommand({ Bucket: 'bench', Key: `root/${syntheticKey(i, objects)}`, Body: 'x'.repeat(1 + (i % 64)) })),
     );
   } catch (err) {
     await moto.stop();

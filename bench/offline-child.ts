@@ -65,7 +65,8 @@ function syntheticEvents(index: DatastoreIndex, events: number): ObjectChange[] 
     const sequencer = (0x1000 + i).toString(16).toUpperCase();
     const eventTime = new Date(Date.UTC(2026, 4, 2) + i * 1000).toISOString();
     const existing = keys[(i * 7919) % keys.length];
-    if (i % 10 < 6) changes.push({ bucket: 'b', key: `data/new/model-${i}/1/raw`, kind: 'created', size: 100 + i, etag: 'e', sequencer, eventTime });
+    if (i % 10 < 6)
+      changes.push({ bucket: 'b', key: `data/new/model-${i}/1/raw`, kind: 'created', size: 100 + i, etag: 'e', sequencer, eventTime });
     else if (i % 10 < 9) changes.push({ bucket: 'b', key: existing, kind: 'removed', sequencer, eventTime });
     else changes.push({ bucket: 'b', key: existing, kind: 'created', size: 7 + i, etag: 'e', sequencer, eventTime });
   }

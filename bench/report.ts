@@ -31,6 +31,10 @@ export function table(rows: readonly Row[]): string {
     r.note ?? '',
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]): string => c.map((text, i) => pad(text, widths[i], i > 0 && i < 4)).join('  ').trimEnd();
+  const line = (c: string[]): string =>
+    c
+      .map((text, i) => pad(text, widths[i], i > 0 && i < 4))
+      .join('  ')
+      .trimEnd();
   return [line(head), ...cells.map(line)].join('\n');
 }

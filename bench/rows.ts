@@ -4,16 +4,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import {
-  type DatastoreRoot,
-  type Lister,
-  INDEX_KEY,
-  LOCK_KEY,
-  S3Store,
-  createS3Client,
-  healRoot,
-  rootBase,
-} from '../lambda/lib';
+import { type DatastoreRoot, type Lister, INDEX_KEY, LOCK_KEY, S3Store, createS3Client, healRoot, rootBase } from '../lambda/lib';
 import { meterDepth } from './depth';
 
 /** One timed run: seconds, what was seen, and requests sent. */
@@ -100,7 +91,10 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
       },
     };
   } finally {
-    if (meter.trace) process.stderr.write(`${meter.trace.map((t) => `${t.depth}\t${t.op}\t${t.sentMs.toFixed(0)}\t${t.doneMs.toFixed(0)}\t${t.input}`).join('\n')}\n`);
+    if (meter.trace)
+      process.stderr.write(
+        `${meter.trace.map((t) => `${t.depth}\t${t.op}\t${t.sentMs.toFixed(0)}\t${t.doneMs.toFixed(0)}\t${t.input}`).join('\n')}\n`,
+      );
     store.client.destroy();
     await unindex(target);
   }

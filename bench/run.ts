@@ -74,7 +74,8 @@ function options(): Options {
     const raw = values[name];
     if (raw === undefined) return fallback;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, got ${String(raw)}\n${USAGE}`);
+    if (!Number.isInteger(n) || n < min)
+      throw new Error(`--${name} must be a whole number of at least ${min}, got ${String(raw)}\n${USAGE}`);
     return n;
   };
   return {
@@ -220,7 +221,13 @@ async function main(): Promise<void> {
     `publish ${detail(name, 'publishS', from).toFixed(3)} s, ${detail(name, 'publishDepth', from)} deep`;
 
   const rows: Row[] = [
-    { name: `raw floor: SDK ListObjectsV2 loop`, seconds: raw, floor: raw, requests: med(timings.raw, (t) => t.requests), note: `${pages} pages x ${o.latencyMs} ms = ${((pages * o.latencyMs) / 1000).toFixed(2)} s of latency alone` },
+    {
+      name: `raw floor: SDK ListObjectsV2 loop`,
+      seconds: raw,
+      floor: raw,
+      requests: med(timings.raw, (t) => t.requests),
+      note: `${pages} pages x ${o.latencyMs} ms = ${((pages * o.latencyMs) / 1000).toFixed(2)} s of latency alone`,
+    },
     {
       name: 'heal, sequential lister',
       seconds: healSequential,
@@ -238,7 +245,13 @@ async function main(): Promise<void> {
   ];
   if (rclone) {
     for (const [name] of Object.entries(rcloneModes)) {
-      rows.push({ name, seconds: med(timings[name]), floor: raw, requests: med(timings[name], (t) => t.requests), note: `${med(timings[name], (t) => t.objects)} files` });
+      rows.push({
+        name,
+        seconds: med(timings[name]),
+        floor: raw,
+        requests: med(timings[name], (t) => t.requests),
+        note: `${med(timings[name], (t) => t.objects)} files`,
+      });
     }
   } else if (o.rclone) rows.push({ name: 'rclone', note: 'not installed' });
   if (second) {
@@ -246,8 +259,20 @@ async function main(): Promise<void> {
     rows.push(
       { name: `at ${o.secondLatencyMs} ms per request`, note: `the same ${o.objects} objects` },
       { name: '  raw floor', seconds: raw2, floor: raw2, requests: med(second.raw, (t) => t.requests) },
-      { name: '  heal, sequential', seconds: med(second.healSequential), floor: raw2, requests: med(second.healSequential, (t) => t.requests), note: split('healSequential', second) },
-      { name: `  heal, parallel (${o.parallelism})`, seconds: med(second.healParallel), floor: raw2, requests: med(second.healParallel, (t) => t.requests), note: split('healParallel', second) },
+      {
+        name: '  heal, sequential',
+        seconds: med(second.healSequential),
+        floor: raw2,
+        requests: med(second.healSequential, (t) => t.requests),
+        note: split('healSequential', second),
+      },
+      {
+        name: `  heal, parallel (${o.parallelism})`,
+        seconds: med(second.healParallel),
+        floor: raw2,
+        requests: med(second.healParallel, (t) => t.requests),
+        note: split('healParallel', second),
+      },
     );
   }
   if (moto) {
@@ -255,8 +280,18 @@ async function main(): Promise<void> {
     rows.push(
       { name: `moto, ${o.motoObjects} objects (CPU-bound)`, note: 'sanity check: moto answers slowly, no added latency' },
       { name: '  raw floor', seconds: motoRaw, floor: motoRaw, requests: med(moto.raw, (t) => t.requests) },
-      { name: '  heal, sequential', seconds: med(moto.healSequential), floor: motoRaw, requests: med(moto.healSequential, (t) => t.requests) },
-      { name: `  heal, parallel (${o.parallelism})`, seconds: med(moto.healParallel), floor: motoRaw, requests: med(moto.healParallel, (t) => t.requests) },
+      {
+        name: '  heal, sequential',
+        seconds: med(moto.healSequential),
+        floor: motoRaw,
+        requests: med(moto.healSequential, (t) => t.requests),
+      },
+      {
+        name: `  heal, parallel (${o.parallelism})`,
+        seconds: med(moto.healParallel),
+        floor: motoRaw,
+        requests: med(moto.healParallel, (t) => t.requests),
+      },
     );
   }
 
@@ -329,7 +364,12 @@ async function main(): Promise<void> {
       healPeakRssMb: fullHeal ? fullHeal.peakRssMb : null,
       healSeconds: fullHeal ? fullHeal.seconds : null,
       moto: moto
-        ? { objects: o.motoObjects, rawSequentialS: med(moto.raw), healSequentialS: med(moto.healSequential), healParallelS: med(moto.healParallel) }
+        ? {
+            objects: o.motoObjects,
+            rawSequentialS: med(moto.raw),
+            healSequentialS: med(moto.healSequential),
+            healParallelS: med(moto.healParallel),
+          }
         : null,
       ...fresh.json,
       ...(hydrate?.json ?? { hydrateS: null, hydrateCpuMsPerFile: null, rcloneCopyS: null, awsS3SyncS: null }),

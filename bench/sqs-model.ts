@@ -76,7 +76,7 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
   let endpoint = '';
 
   const queueOf = (url: unknown): QueueState => {
-    const name = typeof url === 'string' ? url.split('/').pop() ?? '' : '';
+    const name = typeof url === 'string' ? (url.split('/').pop() ?? '') : '';
     const queue = queues.get(name);
     if (!queue) throw new SqsError('AWS.SimpleQueueService.NonExistentQueue', `The specified queue does not exist: ${String(url)}`);
     return queue;
@@ -103,7 +103,8 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
     if (dead.length) {
       const target = byArn(queue.redrive!.deadLetterTargetArn);
       queue.messages = queue.messages.filter((m) => !dead.includes(m));
-      for (const m of dead) target?.messages.push({ ...m, receiveCount: 0, visibleAtMs: now, handle: undefined, firstReceiveMs: undefined });
+      for (const m of dead)
+        target?.messages.push({ ...m, receiveCount: 0, visibleAtMs: now, handle: undefined, firstReceiveMs: undefined });
     }
     return out;
   };
@@ -116,9 +117,17 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
   };
 
   const send = (queue: QueueState, body: unknown, delayS: unknown): { MessageId: string; MD5OfMessageBody: string } => {
-    if (typeof body !== 'string' || body === '') throw new SqsError('MissingParameter', 'The request must contain the parameter MessageBody.');
+    if (typeof body !== 'string' || body === '')
+      throw new SqsError('MissingParameter', 'The request must contain the parameter MessageBody.');
     const now = Date.now();
-    const message: StoredMessage = { id: randomUUID(), body, md5: md5(body), sentMs: now, visibleAtMs: now + (Number(delayS) || 0) * 1000, receiveCount: 0 };
+    const message: StoredMessage = {
+      id: randomUUID(),
+      body,
+      md5: md5(body),
+      sentMs: now,
+      visibleAtMs: now + (Number(delayS) || 0) * 1000,
+      receiveCount: 0,
+    };
     queue.messages.push(message);
     return { MessageId: message.id, MD5OfMessageBody: message.md5 };
   };
@@ -128,7 +137,13 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
       const name = String(input.QueueName);
       let queue = queues.get(name);
       if (!queue) {
-        queue = { name, url: `${endpoint}/${account}/${name}`, arn: `arn:aws:sqs:us-east-1:${account}:${name}`, visibilityTimeoutS: 30, messages: [] };
+        queue = {
+          name,
+          url: `${endpoint}/${account}/${name}`,
+          arn: `arn:aws:sqs:us-east-1:${account}:${name}`,
+          visibilityTimeoutS: 30,
+          messages: [],
+        };
         queues.set(name, queue);
       }
       const attributes = (input.Attributes ?? {}) as Record<string, string>;
@@ -226,7 +241,11 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
       body = { __type: `com.amazonaws.sqs#${e.code}`, message: e.message };
     }
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0', 'content-length': Buffer.byteLength(text), 'x-amzn-requestid': randomUUID() });
+    res.writeHead(status, {
+      'content-type': 'application/x-amz-json-1.0',
+      'content-length': Buffer.byteLength(text),
+      'x-amzn-requestid': randomUUID(),
+    });
     res.end(text);
   };
 

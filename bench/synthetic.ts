@@ -27,7 +27,9 @@ export function syntheticKey(i: number, count: number): string {
     return `data/${type}/${type.split('/')[1]}-${hex(Math.floor(j / 3) * 97 + 0x10000000, 12)}/${1 + (j % 3)}/raw`;
   }
   const workflow = WORKFLOWS[Math.floor((j * WORKFLOWS.length) / n)];
-  return i < runs ? `logs/${workflow}/run-${hex(j * 131 + 0x10000000, 12)}.log` : `workflow-runs/${workflow}/run-${hex(j * 131 + 0x10000000, 12)}.json`;
+  return i < runs
+    ? `logs/${workflow}/run-${hex(j * 131 + 0x10000000, 12)}.log`
+    : `workflow-runs/${workflow}/run-${hex(j * 131 + 0x10000000, 12)}.json`;
 }
 
 /** A lister that yields `count` synthetic objects under `prefix`, 1,000 per page, as S3 would send them. */

@@ -152,7 +152,11 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
     progress.stop();
     const { failed } = result.hydrate;
     const refused = [...new Set([...result.scope.refusedKeys, ...result.hydrate.refused])].sort();
-    warnSome(refused.map((key) => `warning: refused key ${JSON.stringify(key)}: ${refusedKeyReason(key) ?? 'it would be written outside the cache folder'}`));
+    warnSome(
+      refused.map(
+        (key) => `warning: refused key ${JSON.stringify(key)}: ${refusedKeyReason(key) ?? 'it would be written outside the cache folder'}`,
+      ),
+    );
     warnSome(failed.map(({ key, error }) => `failed to pull ${JSON.stringify(key)}: ${error}`));
     if (flags.json) printJson(hydrateJson(result, cacheDir, Date.now() - started));
     else say(hydrateLine(result));
@@ -216,7 +220,7 @@ function seconds(value: string): number {
 }
 
 function folder(value: string): string {
-  let info;
+  let info: ReturnType<typeof statSync>;
   try {
     info = statSync(value, { throwIfNoEntry: false });
   } catch (err) {
@@ -241,7 +245,10 @@ function withDatastoreFlags(command: Command): Command {
 }
 
 const LOCK_WAIT = ['--lock-wait <seconds>', 'how long to wait for a busy datastore lock, as swamp clients do', seconds, 60] as const;
-const ALLOW_EMPTY = ['--allow-empty', 'create an empty index on a prefix that holds no object at all (else that is an error: a mistyped prefix)'] as const;
+const ALLOW_EMPTY = [
+  '--allow-empty',
+  'create an empty index on a prefix that holds no object at all (else that is an error: a mistyped prefix)',
+] as const;
 
 /**
  * Runs a command's action: its exit code, or for any error one line on stderr (with `--json`, also a JSON
@@ -295,7 +302,9 @@ function program(): Command {
     .action(action(hydrate));
 
   withDatastoreFlags(
-    cli.command('check').description('Report drift between the index and the objects (missing, stale and resized entries); publish nothing.'),
+    cli
+      .command('check')
+      .description('Report drift between the index and the objects (missing, stale and resized entries); publish nothing.'),
   )
     .option('--keys <n>', 'keys to list of each kind', wholeNumber(0, 1_000_000), 10)
     .addHelpText('after', '\nExit codes: 0 every index true, 2 drift found (an absent or unreadable index is drift), 1 error.')

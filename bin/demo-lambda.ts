@@ -5,7 +5,14 @@
  */
 import { join } from 'node:path';
 import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { type DatastoreRoot, INDEX_KEY, type S3Store, readLiveIndex, scopeBase } from '../lambda/lib/internal';
 
 /** What this step needs of the demo's shared state. */
@@ -25,7 +32,12 @@ async function receiveAll(sqs: SQSClient, queueUrl: string): Promise<Message[]> 
   for (;;) {
     const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }));
     if (!Messages.length) return all;
-    await sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+      }),
+    );
     all.push(...Messages);
   }
 }
@@ -43,7 +55,9 @@ export const lambdaStep = {
     await store.client.send(
       new PutBucketNotificationConfigurationCommand({
         Bucket: state.bucket,
-        NotificationConfiguration: { QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }] },
+        NotificationConfiguration: {
+          QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }],
+        },
       }),
     );
     await receiveAll(sqs, QueueUrl!); // the configuration's s3:TestEvent

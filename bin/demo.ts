@@ -124,7 +124,13 @@ const startS3: Step = {
     state.cleanups.push(() => store.client.destroy());
     await store.client.send(new CreateBucketCommand({ Bucket: state.bucket }));
     state.store = store;
-    state.config = JSON.stringify({ bucket: state.bucket, prefix: state.prefix, region: 'us-east-1', endpoint: moto.endpoint, forcePathStyle: true });
+    state.config = JSON.stringify({
+      bucket: state.bucket,
+      prefix: state.prefix,
+      region: 'us-east-1',
+      endpoint: moto.endpoint,
+      forcePathStyle: true,
+    });
     return [`${moto.endpoint}, bucket ${state.bucket}`];
   },
 };
@@ -194,8 +200,11 @@ const verify: Step = {
       if (live.state !== 'valid') throw new Error(`the index at ${scopeBase(scope)}${INDEX_KEY} is ${live.state}`);
       const entries = live.index.entries;
       const sizesMatch = [...objects].every(([rel, bytes]) => entries.get(rel)?.size === bytes.length);
-      if (!sameKeys(entries.keys(), objects.keys()) || !sizesMatch) throw new Error(`the index of ${ns || 'the root'} differs from its objects`);
-      lines.push(`${scopeBase(scope)}${INDEX_KEY}: ${entries.size} entries, exactly the ${objects.size} data objects of ${ns ? `namespace ${ns}` : 'the root'}`);
+      if (!sameKeys(entries.keys(), objects.keys()) || !sizesMatch)
+        throw new Error(`the index of ${ns || 'the root'} differs from its objects`);
+      lines.push(
+        `${scopeBase(scope)}${INDEX_KEY}: ${entries.size} entries, exactly the ${objects.size} data objects of ${ns ? `namespace ${ns}` : 'the root'}`,
+      );
     }
     const cached = readTree(state.cacheDir!);
     if (!cached.has(INDEX_KEY)) throw new Error(`the cache has no ${INDEX_KEY}`);
@@ -203,7 +212,9 @@ const verify: Step = {
     const objects = state.objects.get('')!;
     const equal = sameKeys(cached.keys(), objects.keys()) && [...objects].every(([rel, bytes]) => cached.get(rel)?.equals(bytes));
     if (!equal) throw new Error('the cache differs from the objects');
-    lines.push(`cache: ${cached.size} files equal to the ${objects.size} objects byte for byte, plus ${INDEX_KEY}; no internal key, nothing of ${state.namespace}/`);
+    lines.push(
+      `cache: ${cached.size} files equal to the ${objects.size} objects byte for byte, plus ${INDEX_KEY}; no internal key, nothing of ${state.namespace}/`,
+    );
     return lines;
   },
 };
@@ -230,7 +241,14 @@ async function main(): Promise<number> {
   delete process.env.AWS_PROFILE;
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
-  const state: DemoState = { bucket: 'swamp-demo', prefix: 'swamp', namespace: 'team-b', objects: new Map(), internalKeys: [], cleanups: [] };
+  const state: DemoState = {
+    bucket: 'swamp-demo',
+    prefix: 'swamp',
+    namespace: 'team-b',
+    objects: new Map(),
+    internalKeys: [],
+    cleanups: [],
+  };
   const started = Date.now();
   let cleaned = false;
   const cleanup = async (): Promise<void> => {

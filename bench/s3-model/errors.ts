@@ -24,9 +24,7 @@ export const noSuchKey = (key?: string): S3Error =>
   new S3Error(404, 'NoSuchKey', 'The specified key does not exist.', key === undefined ? [] : [['Key', key]]);
 
 export const preconditionFailed = (condition: 'If-Match' | 'If-None-Match'): S3Error =>
-  new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', [
-    ['Condition', condition],
-  ]);
+  new S3Error(412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold', [['Condition', condition]]);
 
 export const invalidArgument = (message: string, name: string, value: string): S3Error =>
   new S3Error(400, 'InvalidArgument', message, [
@@ -34,8 +32,7 @@ export const invalidArgument = (message: string, name: string, value: string): S
     ['ArgumentValue', value],
   ]);
 
-export const invalidBucketName = (): S3Error =>
-  new S3Error(400, 'InvalidBucketName', 'The specified bucket is not valid.');
+export const invalidBucketName = (): S3Error => new S3Error(400, 'InvalidBucketName', 'The specified bucket is not valid.');
 
 /** `algorithm` is CRC32, SHA256, ... or null for Content-MD5, whose message S3 words differently. */
 export const badDigest = (algorithm: string | null): S3Error =>
@@ -56,5 +53,4 @@ export const invalidRange = (range: string, size: number): S3Error =>
   ]);
 
 /** Anything outside the modelled subset fails loudly rather than answering something plausible. */
-export const notImplemented = (what: string): S3Error =>
-  new S3Error(501, 'NotImplemented', `The S3 model does not implement ${what}.`);
+export const notImplemented = (what: string): S3Error => new S3Error(501, 'NotImplemented', `The S3 model does not implement ${what}.`);

@@ -94,7 +94,6 @@ function decodeToken(token: string): ResumePoint {
   return { value: text.slice(1), isCommonPrefix: text[0] === 'p' };
 }
 
-
 export class Handlers {
   constructor(private readonly store: Store) {}
 
@@ -276,12 +275,9 @@ export class Handlers {
   private deleteBucket(req: ParsedRequest): Answer {
     const bucket = this.bucketOf(req);
     if (bucket.size > 0) {
-      throw new S3Error(409, 'BucketNotEmpty', 'The bucket you tried to delete is not empty', [
-        ['BucketName', req.bucket],
-      ]);
+      throw new S3Error(409, 'BucketNotEmpty', 'The bucket you tried to delete is not empty', [['BucketName', req.bucket]]);
     }
     this.store.deleteBucket(req.bucket);
     return { status: 204, headers: {}, body: '' };
   }
 }
-

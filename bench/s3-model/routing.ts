@@ -86,4 +86,3 @@ export function operationOf(method: string, key: string | null, query: ReadonlyM
       return 'Unsupported';
   }
 }
-

@@ -62,10 +62,30 @@ const TYPES: ReadonlyArray<readonly [string, readonly string[]]> = [
   ['swamp', ['host', 'check', 'secret-ref']],
 ];
 const WORKFLOWS = [
-  'nightly-sync', 'drift-check', 'cost-report', 'patch-hosts', 'rotate-keys', 'backup-verify',
-  'dns-audit', 'cert-renew', 'deploy-api', 'deploy-web', 'scale-down', 'scale-up',
-  'inventory', 'compliance', 'tag-audit', 'cleanup-snapshots', 'db-vacuum', 'log-ship',
-  'iam-review', 'vpc-flow', 'canary', 'smoke-test', 'chaos-drill', 'release-notes',
+  'nightly-sync',
+  'drift-check',
+  'cost-report',
+  'patch-hosts',
+  'rotate-keys',
+  'backup-verify',
+  'dns-audit',
+  'cert-renew',
+  'deploy-api',
+  'deploy-web',
+  'scale-down',
+  'scale-up',
+  'inventory',
+  'compliance',
+  'tag-audit',
+  'cleanup-snapshots',
+  'db-vacuum',
+  'log-ship',
+  'iam-review',
+  'vpc-flow',
+  'canary',
+  'smoke-test',
+  'chaos-drill',
+  'release-notes',
 ];
 /** Internal keys (never indexed, per the contract) that a real datastore may hold. */
 const INTERNAL = ['_catalog.db', '_catalog.db-shm', '_catalog.db-wal', '.datastore-sync-state.json'];
@@ -125,7 +145,14 @@ function swampGroups(random: () => number): Group[] {
       for (const model of models) {
         // An object usually has a few versions, stored side by side.
         const prefix = `${folder}/${type}/${model}/`;
-        add(folder, prefix, `${prefix}${model}-`, ['1', '2', '3'].map((v) => `/${v}/${leaf}`), 4096, contentType);
+        add(
+          folder,
+          prefix,
+          `${prefix}${model}-`,
+          ['1', '2', '3'].map((v) => `/${v}/${leaf}`),
+          4096,
+          contentType,
+        );
       }
     }
   }
@@ -162,7 +189,16 @@ function layoutGroups(layout: SeedLayout, random: () => number, count: number): 
   if (layout === 'flat') {
     // `obj/<12 hex digits>`: ids spread evenly, so `obj/0` ... `obj/f` split it in 16.
     return [
-      { folder: 'obj', head: 'obj/', stem: 'obj/', suffixes: [''], medianSize: 1024, contentType: 'application/octet-stream', weight: 1, quota: count },
+      {
+        folder: 'obj',
+        head: 'obj/',
+        stem: 'obj/',
+        suffixes: [''],
+        medianSize: 1024,
+        contentType: 'application/octet-stream',
+        weight: 1,
+        quota: count,
+      },
     ];
   }
   const internal: Group[] = INTERNAL.slice(0, count).map((key) => ({
@@ -213,7 +249,11 @@ export function seedBucket(bucket: Bucket, options: SeedOptions): SeedResult {
     for (let k = 0; made < end; k++) {
       // Two draws: one has only 32 bits, too few to fill 48.
       const offset = random() + random() / 4294967296;
-      const entity = stem + Math.floor((k + offset) * stratum).toString(16).padStart(12, '0');
+      const entity =
+        stem +
+        Math.floor((k + offset) * stratum)
+          .toString(16)
+          .padStart(12, '0');
       const versions = 1 + Math.floor(random() * group.suffixes.length);
       for (let v = 0; v < versions && made < end; v++) emit(entity + group.suffixes[v], group);
     }

@@ -75,8 +75,7 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
   const latencyMs = Math.max(0, options.latencyMs ?? 30);
   const store = new Store();
   const handlers = new Handlers(store);
-  const zeroCounts = (): RequestCounts =>
-    Object.fromEntries(S3_OPERATIONS.map((op) => [op, 0])) as RequestCounts;
+  const zeroCounts = (): RequestCounts => Object.fromEntries(S3_OPERATIONS.map((op) => [op, 0])) as RequestCounts;
   let counts = zeroCounts();
   let requestSeq = 0;
 

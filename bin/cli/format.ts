@@ -57,7 +57,8 @@ export function healClause(scope: ScopeReport, bucket: string): string {
   } else {
     text = `Index ${scope.scope} was healed by another writer meanwhile (${plural(scope.entries, 'entry', 'entries')})`;
   }
-  if (scope.held) text = `Left ${scope.scope} as it is: ${scope.held}${scope.keptCopy ? `; copy kept at s3://${bucket}/${scope.keptCopy}` : ''}`;
+  if (scope.held)
+    text = `Left ${scope.scope} as it is: ${scope.held}${scope.keptCopy ? `; copy kept at s3://${bucket}/${scope.keptCopy}` : ''}`;
   else if (scope.pending && scope.published) text += ` (${scope.pending}: finished)`;
   if (scope.unshardable > 0) text += `; ${plural(scope.unshardable, 'key')} left out (no shard partition)`;
   if (scope.refused > 0) text += `; ${plural(scope.refused, 'key')} refused (clients cannot store them)`;
@@ -77,7 +78,11 @@ export function hydrateLine(result: HealAndHydrateReport): string {
   const others = heal.scopes.filter((s) => s !== scope && s.published);
   if (others.length > 0) {
     const sum = (pick: (s: ScopeReport) => number): number => others.reduce((n, s) => n + pick(s), 0);
-    const counts = healCounts(sum((s) => s.drift.missing), sum((s) => s.drift.stale), sum((s) => s.drift.resized));
+    const counts = healCounts(
+      sum((s) => s.drift.missing),
+      sum((s) => s.drift.stale),
+      sum((s) => s.drift.resized),
+    );
     parts.push(`Also healed ${plural(others.length, 'other index', 'other indexes')} (${counts}).`);
   }
   parts.push(`Pulled ${plural(hydrate.pulled, 'file')} (${formatBytes(hydrate.bytes)}), ${hydrate.present} already present.`);

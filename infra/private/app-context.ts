@@ -50,7 +50,10 @@ function parseSchedule(value: unknown, prop: string): Schedule | undefined {
   const expression = optionalString(value, prop);
   if (expression === undefined) return undefined;
   if (!/^(rate|cron)\(.+\)$/.test(expression)) {
-    throw new DatastoreIndexerPropError(prop, `must be an EventBridge expression such as "rate(1 hour)" or "cron(0 * * * ? *)", got ${JSON.stringify(expression)}`);
+    throw new DatastoreIndexerPropError(
+      prop,
+      `must be an EventBridge expression such as "rate(1 hour)" or "cron(0 * * * ? *)", got ${JSON.stringify(expression)}`,
+    );
   }
   return Schedule.expression(expression);
 }
@@ -67,7 +70,8 @@ function parseEventDelivery(value: unknown, prop: string): EventDelivery | undef
 function optionalInteger(value: unknown, prop: string): number | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   const n = typeof value === 'string' ? Number(value.trim()) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n)) throw new DatastoreIndexerPropError(prop, `must be a whole number, got ${JSON.stringify(value)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n))
+    throw new DatastoreIndexerPropError(prop, `must be a whole number, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -132,7 +136,10 @@ export function readStackConfigs(context: (key: string) => unknown): IndexerStac
   configs.forEach((c, i) => {
     const first = seen.get(c.stackName);
     if (first !== undefined) {
-      throw new DatastoreIndexerPropError(`buckets[${i}].bucketName`, `${c.bucketName} gives the same stack name as buckets[${first}] (${c.stackName}); list each bucket once, with all its prefixes`);
+      throw new DatastoreIndexerPropError(
+        `buckets[${i}].bucketName`,
+        `${c.bucketName} gives the same stack name as buckets[${first}] (${c.stackName}); list each bucket once, with all its prefixes`,
+      );
     }
     seen.set(c.stackName, i);
   });

@@ -28,9 +28,7 @@ export function s3AccessStatements(bucketArn: string, prefixes: readonly string[
     effect: Effect.ALLOW,
     actions: ['s3:ListBucket'],
     resources: [bucketArn],
-    ...(prefixes.length
-      ? { conditions: { StringLike: { 's3:prefix': prefixes.flatMap((p) => [p, `${p}/`, `${p}/*`]) } } }
-      : {}),
+    ...(prefixes.length ? { conditions: { StringLike: { 's3:prefix': prefixes.flatMap((p) => [p, `${p}/`, `${p}/*`]) } } } : {}),
   });
   const readWrite = new PolicyStatement({
     sid: 'ReadWriteDatastoreObjects',

@@ -35,10 +35,11 @@ export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes')
     if (typeof p !== 'string') fail('must be a string');
     if (Token.isUnresolved(p)) fail('must be known at synth time, not a token');
     if (p === '') fail('is empty; give no prefixes at all for the bucket root');
-    if (p.startsWith('/')) fail("must not start with '/': keys are relative to the bucket, e.g. \"swamp\"");
+    if (p.startsWith('/')) fail('must not start with \'/\': keys are relative to the bucket, e.g. "swamp"');
     if (p.endsWith('/')) fail("must not end with '/': write \"swamp\", the indexer adds the '/'");
     if (p.includes('//')) fail("must not contain an empty segment ('//')");
-    if (p.split('/').some((s) => s === '.' || s === '..')) fail("must not contain a '.' or '..' segment: it would be used literally, as a key no client reads");
+    if (p.split('/').some((s) => s === '.' || s === '..'))
+      fail("must not contain a '.' or '..' segment: it would be used literally, as a key no client reads");
     if (FORBIDDEN.test(p)) fail("must not contain '*', '?', ',' or control characters");
     if (p.length > 900) fail('is too long for an S3 key prefix');
     const first = seen.get(p);
@@ -50,7 +51,10 @@ export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes')
   for (const a of prefixes) {
     for (const b of prefixes) {
       if (b.startsWith(`${a}/`)) {
-        throw new DatastoreIndexerPropError(prop, `${prop} ${JSON.stringify(b)} lies inside ${JSON.stringify(a)}; datastore roots must not nest`);
+        throw new DatastoreIndexerPropError(
+          prop,
+          `${prop} ${JSON.stringify(b)} lies inside ${JSON.stringify(a)}; datastore roots must not nest`,
+        );
       }
     }
   }
@@ -92,7 +96,10 @@ export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps
 
   const eventDelivery = props.eventDelivery ?? EventDelivery.S3_NOTIFICATIONS;
   if (!Object.values(EventDelivery).includes(eventDelivery)) {
-    throw new DatastoreIndexerPropError('eventDelivery', `must be one of ${Object.values(EventDelivery).join(', ')}, got ${String(eventDelivery)}`);
+    throw new DatastoreIndexerPropError(
+      'eventDelivery',
+      `must be one of ${Object.values(EventDelivery).join(', ')}, got ${String(eventDelivery)}`,
+    );
   }
 
   return {

@@ -28,7 +28,8 @@ function wholeNumber(env: Env, name: string, fallback: number, min: number, max:
   const raw = env[name]?.trim();
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   return n;
 }
 
@@ -37,14 +38,20 @@ export function parseRoots(bucket: string, raw: string | undefined): DatastoreRo
   if (raw === undefined || raw.trim() === '') return [{ bucket, prefix: '' }];
   const prefixes = raw.split(',').map((p) => p.trim());
   prefixes.forEach((p, i) => {
-    if (p === '') throw new ConfigError(`DATASTORE_PREFIXES entry ${i + 1} is empty in "${raw}"`, 'Leave DATASTORE_PREFIXES empty for the bucket root, or list prefixes like "swamp,infra"');
+    if (p === '')
+      throw new ConfigError(
+        `DATASTORE_PREFIXES entry ${i + 1} is empty in "${raw}"`,
+        'Leave DATASTORE_PREFIXES empty for the bucket root, or list prefixes like "swamp,infra"',
+      );
     if (FORBIDDEN.test(p)) throw new ConfigError(`DATASTORE_PREFIXES entry "${p}" holds a wildcard or control character`);
   });
   const normalized = prefixes.map(normalizePrefix);
   normalized.forEach((p, i) => {
-    if (p === '' || p.includes('//') || p.split('/').some((s) => s === '.' || s === '..')) throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
+    if (p === '' || p.includes('//') || p.split('/').some((s) => s === '.' || s === '..'))
+      throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
     for (const other of normalized) {
-      if (other !== p && other.startsWith(`${p}/`)) throw new ConfigError(`DATASTORE_PREFIXES "${other}" lies inside "${p}"`, 'Datastore roots must not nest');
+      if (other !== p && other.startsWith(`${p}/`))
+        throw new ConfigError(`DATASTORE_PREFIXES "${other}" lies inside "${p}"`, 'Datastore roots must not nest');
     }
     if (normalized.indexOf(p) !== i) throw new ConfigError(`DATASTORE_PREFIXES lists "${p}" twice`);
   });
@@ -61,7 +68,8 @@ export function parseRoots(bucket: string, raw: string | undefined): DatastoreRo
 export function parseConfig(env: Env): HandlerConfig {
   const bucket = env.DATASTORE_BUCKET?.trim();
   if (!bucket) throw new ConfigError('DATASTORE_BUCKET is not set', 'Set it to the name of the shared datastore bucket');
-  if (/[\s/]/.test(bucket)) throw new ConfigError(`DATASTORE_BUCKET "${bucket}" is not a bucket name`, 'Give the name alone, without s3:// or a prefix');
+  if (/[\s/]/.test(bucket))
+    throw new ConfigError(`DATASTORE_BUCKET "${bucket}" is not a bucket name`, 'Give the name alone, without s3:// or a prefix');
   const endpoint = env.AWS_ENDPOINT_URL_S3?.trim() || undefined;
   if (endpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(endpoint)) {
     throw new ConfigError(`AWS_ENDPOINT_URL_S3 must be an http(s) URL, got "${endpoint}"`);
@@ -71,7 +79,8 @@ export function parseConfig(env: Env): HandlerConfig {
     throw new ConfigError(`DATASTORE_FORCE_PATH_STYLE must be "true" or "false", got "${env.DATASTORE_FORCE_PATH_STYLE}"`);
   }
   const queueUrl = env.DATASTORE_QUEUE_URL?.trim() || undefined;
-  if (queueUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(queueUrl)) throw new ConfigError(`DATASTORE_QUEUE_URL must be a queue URL, got "${queueUrl}"`);
+  if (queueUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(queueUrl))
+    throw new ConfigError(`DATASTORE_QUEUE_URL must be a queue URL, got "${queueUrl}"`);
   return {
     bucket,
     roots: parseRoots(bucket, env.DATASTORE_PREFIXES),

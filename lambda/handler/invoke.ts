@@ -1,6 +1,14 @@
 /** A direct invoke: `{"action": "check" | "repair", "prefix"?, "namespace"?}` answered with the drift report. */
 import type { Context } from 'aws-lambda';
-import { type DatastoreRoot, type DriftCounts, type ScopeReport, describeScope, namespaceExists, normalizePrefix, repairResumable } from '../lib';
+import {
+  type DatastoreRoot,
+  type DriftCounts,
+  type ScopeReport,
+  describeScope,
+  namespaceExists,
+  normalizePrefix,
+  repairResumable,
+} from '../lib';
 import { Metric, addHeal, count, lockOptions, logRoot, rootSummary } from './observability';
 import type { Runtime } from './runtime';
 import { type InvokeRequest, UnknownTriggerError } from './triggers';
@@ -64,7 +72,9 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
   const report: DriftReport = { action: request.action, bucket: rt.config.bucket, complete: true, totals, roots: [] };
   for (const root of roots) {
     if (request.namespace !== undefined && !(await namespaceExists(rt.store, root, request.namespace))) {
-      throw new UnknownTriggerError(`${describeScope({ root })} has no namespace "${request.namespace}" (no ${request.namespace}/.namespace.json)`);
+      throw new UnknownTriggerError(
+        `${describeScope({ root })} has no namespace "${request.namespace}" (no ${request.namespace}/.namespace.json)`,
+      );
     }
     let summary = rootSummary(describeScope({ root }), `invoke-${request.action}`);
     const run = await repairResumable(rt.store, root, {
@@ -78,7 +88,13 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
       (report as { complete: boolean }).complete = false;
       count(Metric.RepairsIncomplete, request.action === 'repair' ? 1 : 0);
       if (request.action === 'repair' && rt.queue) await rt.queue.sendContinuation({ root, namespace: request.namespace });
-      report.roots.push({ root: describeScope({ root }), status: 'incomplete', objectsListed: run.objectsListed, listingMs: run.listingMs, scopes: [] });
+      report.roots.push({
+        root: describeScope({ root }),
+        status: 'incomplete',
+        objectsListed: run.objectsListed,
+        listingMs: run.listingMs,
+        scopes: [],
+      });
       logRoot({ ...summary, outcome: 'incomplete' });
       continue;
     }
@@ -107,7 +123,13 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
         published: s.published,
       };
     });
-    report.roots.push({ root: describeScope({ root }), status: 'complete', objectsListed: run.report.objectsSeen, listingMs: run.report.listingMs, scopes });
+    report.roots.push({
+      root: describeScope({ root }),
+      status: 'complete',
+      objectsListed: run.report.objectsSeen,
+      listingMs: run.report.listingMs,
+      scopes,
+    });
     logRoot(summary);
   }
   return report;

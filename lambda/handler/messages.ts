@@ -26,7 +26,9 @@ export interface ContinueRepairRequest {
 }
 
 /** A message body the handler sent itself, or undefined when the body is not one. */
-export type OwnMessage = { readonly kind: 'recheck'; readonly request: RecheckRequest } | { readonly kind: 'continue-repair'; readonly request: ContinueRepairRequest };
+export type OwnMessage =
+  | { readonly kind: 'recheck'; readonly request: RecheckRequest }
+  | { readonly kind: 'continue-repair'; readonly request: ContinueRepairRequest };
 
 /** Re-check rounds per delta: a push that keeps erasing the same keys is caught at most this many times, then the schedule repairs. */
 export const MAX_RECHECK_ROUNDS = 3;
@@ -56,17 +58,28 @@ export function ownMessageOf(json: unknown): OwnMessage | undefined {
         if (size === null || (typeof size === 'number' && Number.isInteger(size) && size >= 0)) expected[key] = size;
       }
     }
-    return { kind: 'recheck', request: { prefix: recheck.prefix, namespace: optionalName(recheck.namespace), keys, round, ...(expected ? { expected } : {}) } };
+    return {
+      kind: 'recheck',
+      request: { prefix: recheck.prefix, namespace: optionalName(recheck.namespace), keys, round, ...(expected ? { expected } : {}) },
+    };
   }
   const cont = json.continueRepair;
   if (isRecord(cont) && typeof cont.prefix === 'string') {
-    return { kind: 'continue-repair', request: { prefix: cont.prefix, namespace: optionalName(cont.namespace), start: cont.start === true || undefined } };
+    return {
+      kind: 'continue-repair',
+      request: { prefix: cont.prefix, namespace: optionalName(cont.namespace), start: cont.start === true || undefined },
+    };
   }
   return undefined;
 }
 
 /** Splits keys into re-check messages that each fit in one SQS body; `expected` rides along per key. */
-export function recheckBodies(scope: IndexScope, keys: readonly string[], round: number, expected?: ReadonlyMap<string, number | null>): string[] {
+export function recheckBodies(
+  scope: IndexScope,
+  keys: readonly string[],
+  round: number,
+  expected?: ReadonlyMap<string, number | null>,
+): string[] {
   const bodies: string[] = [];
   let chunk: string[] = [];
   let chars = 0;
@@ -102,7 +115,13 @@ export class SelfQueue {
   ) {}
 
   /** Sends re-checks of `keys` after `delaySeconds`; returns the number of messages sent. */
-  async sendRecheck(scope: IndexScope, keys: readonly string[], round: number, delaySeconds: number, expected?: ReadonlyMap<string, number | null>): Promise<number> {
+  async sendRecheck(
+    scope: IndexScope,
+    keys: readonly string[],
+    round: number,
+    delaySeconds: number,
+    expected?: ReadonlyMap<string, number | null>,
+  ): Promise<number> {
     const bodies = recheckBodies(scope, keys, round, expected);
     for (const body of bodies) {
       await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: body, DelaySeconds: delaySeconds }));

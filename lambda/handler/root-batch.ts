@@ -82,7 +82,13 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
     const id = namespace ?? '';
     let entry = scopes.get(id);
     if (!entry) {
-      entry = { scope: namespace ? { root, namespace } : { root }, events: [], recheckKeys: new Set(), recheckExpected: new Map(), recheckRound: 0 };
+      entry = {
+        scope: namespace ? { root, namespace } : { root },
+        events: [],
+        recheckKeys: new Set(),
+        recheckExpected: new Map(),
+        recheckRound: 0,
+      };
       scopes.set(id, entry);
     }
     return entry;
@@ -142,8 +148,12 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     // An EventBridge key with two readings: S3 says which object exists. The other reading must lie in
     // this scope (same top folder, so the same namespace) and not be internal.
     const sameScope = (other: string, asSent: string): boolean =>
-      other.startsWith(base) && !isInternalKey(other.slice(base.length)) && topFolder(other.slice(base.length)) === topFolder(asSent.slice(base.length));
-    const events = entry.events.some((c) => c.otherReading !== undefined) ? await settleKeyReadings(store, entry.events, sameScope) : entry.events;
+      other.startsWith(base) &&
+      !isInternalKey(other.slice(base.length)) &&
+      topFolder(other.slice(base.length)) === topFolder(asSent.slice(base.length));
+    const events = entry.events.some((c) => c.otherReading !== undefined)
+      ? await settleKeyReadings(store, entry.events, sameScope)
+      : entry.events;
     const changes = latestChanges(events, (c) => c.key.slice(base.length));
     const eventKeys = [...changes.keys()];
     if (changes.size === 0 && entry.recheckKeys.size === 0) continue;
@@ -183,7 +193,13 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     const restored = contradicted.size > 0 && report.published;
     if (restored && eventKeys.length === 0) {
       count(Metric.RecheckRestored, report.added + report.removed + report.resized);
-      logger.info('re-check restored what a push erased', { scope: report.scope, round: entry.recheckRound, added: report.added, removed: report.removed, resized: report.resized });
+      logger.info('re-check restored what a push erased', {
+        scope: report.scope,
+        round: entry.recheckRound,
+        added: report.added,
+        removed: report.removed,
+        resized: report.resized,
+      });
     }
     if (!queue) continue;
     let sent = 0;

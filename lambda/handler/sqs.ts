@@ -183,7 +183,8 @@ export async function handleSqs(rt: Runtime, event: SQSEvent, context: Context):
 
   count(Metric.EventsSkipped, skipped + internalInScopes);
   const invalid = [...plan.records.values()].filter((r) => r.invalid).map((r) => r.invalid);
-  if (invalid.length) logger.error('messages that can never be processed go back to the queue (and on to the dead-letter queue)', { invalid });
+  if (invalid.length)
+    logger.error('messages that can never be processed go back to the queue (and on to the dead-letter queue)', { invalid });
   logger.info('batch done', {
     records: event.Records.length,
     roots: plan.roots.size,

@@ -34,7 +34,8 @@ function invokeRequestOf(event: Record<string, unknown>): InvokeRequest {
     if (!INVOKE_KEYS.has(key)) throw new UnknownTriggerError(`Unknown key "${key}" in a direct invoke`, INVOKE_EXAMPLE);
   }
   const { action, prefix, namespace } = event;
-  if (action !== 'check' && action !== 'repair') throw new UnknownTriggerError(`"action" must be "check" or "repair", got ${JSON.stringify(action)}`, INVOKE_EXAMPLE);
+  if (action !== 'check' && action !== 'repair')
+    throw new UnknownTriggerError(`"action" must be "check" or "repair", got ${JSON.stringify(action)}`, INVOKE_EXAMPLE);
   if (prefix !== undefined && typeof prefix !== 'string') throw new UnknownTriggerError('"prefix" must be a string', INVOKE_EXAMPLE);
   if (namespace !== undefined && (typeof namespace !== 'string' || namespace === '' || namespace.includes('/'))) {
     throw new UnknownTriggerError('"namespace" must be a folder name without "/"', INVOKE_EXAMPLE);

@@ -67,7 +67,10 @@ export async function applyDelta(
   const isRefusedCreation = ([rel, c]: [string, ObjectChange]): boolean => c.kind === 'created' && isRefusedKey(rel);
   let refusedKeys: string[] = [];
   const indexableOf = (given: ReadonlyMap<string, ObjectChange>): ReadonlyMap<string, ObjectChange> => {
-    refusedKeys = [...given].filter(isRefusedCreation).map(([rel]) => rel).sort();
+    refusedKeys = [...given]
+      .filter(isRefusedCreation)
+      .map(([rel]) => rel)
+      .sort();
     return refusedKeys.length === 0 ? given : new Map([...given].filter((change) => !isRefusedCreation(change)));
   };
   const indexable = typeof changes === 'function' ? undefined : indexableOf(changes);
@@ -94,12 +97,18 @@ export async function applyDelta(
       return entry !== undefined && (c.kind === 'removed' || entry.size !== c.size);
     });
     if (suspects.length > 0) {
-      const observed = await observeKeys(store, scope, suspects.map(([rel]) => rel));
+      const observed = await observeKeys(
+        store,
+        scope,
+        suspects.map(([rel]) => rel),
+      );
       // Only an object S3 still holds overrides the event; an absent one leaves the event (its removal) to decide.
-      effective = new Map([...effective].map(([rel, c]) => {
-        const now = observed.get(rel);
-        return [rel, now?.kind === 'created' ? now : c];
-      }));
+      effective = new Map(
+        [...effective].map(([rel, c]) => {
+          const now = observed.get(rel);
+          return [rel, now?.kind === 'created' ? now : c];
+        }),
+      );
     }
     latest = applyChanges(live.index, effective);
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
@@ -139,7 +148,12 @@ export async function applyDelta(
  * object's size and LastModified, or `removed` when it is gone. Used to re-check a delta that a client's
  * unconditional push may have erased.
  */
-export async function observeKeys(store: S3Store, scope: IndexScope, rels: Iterable<string>, concurrency = 16): Promise<Map<string, ObjectChange>> {
+export async function observeKeys(
+  store: S3Store,
+  scope: IndexScope,
+  rels: Iterable<string>,
+  concurrency = 16,
+): Promise<Map<string, ObjectChange>> {
   const base = scopeBase(scope);
   const observed = new Map<string, ObjectChange>();
   await mapLimit(new Set(rels), concurrency, async (rel) => {

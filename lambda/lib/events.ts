@@ -49,7 +49,10 @@ export function isLater(a: ObjectChange, b: ObjectChange): boolean {
 }
 
 /** Keeps only the latest change of each key, whatever order they came in. */
-export function latestChanges(changes: Iterable<ObjectChange>, keyOf: (c: ObjectChange) => string = (c) => c.key): Map<string, ObjectChange> {
+export function latestChanges(
+  changes: Iterable<ObjectChange>,
+  keyOf: (c: ObjectChange) => string = (c) => c.key,
+): Map<string, ObjectChange> {
   const latest = new Map<string, ObjectChange>();
   for (const change of changes) {
     const key = keyOf(change);

@@ -91,7 +91,10 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   early?.catch(() => undefined);
   const listing = options.listing ?? (await listScopes(store, base, lister, options.onListed));
   if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0 && (await holdsNothing(store, base))) {
-    throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway');
+    throw new EmptyDatastoreError(
+      `s3://${store.bucket}/${base} holds no object at all; no index was created there`,
+      'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway',
+    );
   }
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
@@ -101,7 +104,9 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   } else {
     for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
-      scopes.push(await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, ns ? undefined : early));
+      scopes.push(
+        await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, ns ? undefined : early),
+      );
     }
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs };

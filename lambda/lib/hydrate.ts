@@ -61,7 +61,12 @@ export function cachePathOf(cacheDir: string, rel: string): string {
 }
 
 /** Downloads what the cache lacks, atomically per file so an interrupted run resumes where it stopped. */
-export async function hydrateCache(store: S3Store, scope: IndexScope, index: DatastoreIndex, options: HydrateOptions): Promise<HydrateReport> {
+export async function hydrateCache(
+  store: S3Store,
+  scope: IndexScope,
+  index: DatastoreIndex,
+  options: HydrateOptions,
+): Promise<HydrateReport> {
   const cacheDir = resolve(options.cacheDir);
   await makeFolder(cacheDir);
   const base = scopeBase(scope);
@@ -100,7 +105,9 @@ export async function hydrateCache(store: S3Store, scope: IndexScope, index: Dat
 
   // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
   const indexCopy = join(cacheDir, INDEX_KEY);
-  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index)).catch((err: Error) => failed.push({ key: INDEX_KEY, error: err.message }));
+  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index)).catch((err: Error) =>
+    failed.push({ key: INDEX_KEY, error: err.message }),
+  );
   await removePartsFolder(cacheDir);
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
@@ -146,7 +153,11 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
 
 /** The live index of a scope the heal found true. */
 async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeReport): Promise<DatastoreIndex> {
-  if (report.held) throw new IndexerError(`The index of ${describeScope(scope)} cannot be read: ${report.held}`, 'Fix or remove _index/_meta.json, then run again');
+  if (report.held)
+    throw new IndexerError(
+      `The index of ${describeScope(scope)} cannot be read: ${report.held}`,
+      'Fix or remove _index/_meta.json, then run again',
+    );
   const live = await readLiveIndex(store, scope);
   if (live.state !== 'valid') {
     throw new PublishConflictError(
@@ -207,7 +218,13 @@ async function removePartsFolder(cacheDir: string): Promise<void> {
   const parts = join(resolve(cacheDir), INDEXER_DIR, 'parts');
   await rm(parts, { recursive: true, force: true }).catch(() => undefined);
   for (const dir of [join(resolve(cacheDir), INDEXER_DIR), join(resolve(cacheDir), CONTROL_DIR)]) {
-    if (!(await rmdir(dir).then(() => true, () => false))) break;
+    if (
+      !(await rmdir(dir).then(
+        () => true,
+        () => false,
+      ))
+    )
+      break;
   }
 }
 
@@ -216,7 +233,11 @@ function fileError(err: unknown, path: string): Error {
   const e = err as NodeJS.ErrnoException;
   if (e?.code === undefined || e.message.includes(path)) return err as Error;
   const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
-  return new IndexerError(`Cannot write ${path}: ${why}`, e.code === 'ENOSPC' ? 'Free disk space, then run the same command again to resume' : undefined, { cause: err });
+  return new IndexerError(
+    `Cannot write ${path}: ${why}`,
+    e.code === 'ENOSPC' ? 'Free disk space, then run the same command again to resume' : undefined,
+    { cause: err },
+  );
 }
 
 /**
@@ -255,7 +276,10 @@ async function download(store: S3Store, key: string, path: string, part: string,
 /** Makes a folder once per run: the files of a folder share one `mkdir`. */
 function madeDir(dirs: Map<string, Promise<unknown>>, dir: string): Promise<unknown> {
   let made = dirs.get(dir);
-  if (!made) dirs.set(dir, (made = mkdir(dir, { recursive: true })));
+  if (!made) {
+    made = mkdir(dir, { recursive: true });
+    dirs.set(dir, made);
+  }
   return made;
 }
 

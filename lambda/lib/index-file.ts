@@ -97,7 +97,8 @@ const PLAIN_FIELDS = ['key', 'size', 'lastModified'];
 
 /** True when `JSON.stringify(entry)` would write exactly `{"key":…,"size":…,"lastModified":…}`, in that order. */
 function isPlainEntry(key: string, entry: IndexEntry): boolean {
-  if (entry.key !== key || typeof entry.size !== 'number' || !Number.isFinite(entry.size) || typeof entry.lastModified !== 'string') return false;
+  if (entry.key !== key || typeof entry.size !== 'number' || !Number.isFinite(entry.size) || typeof entry.lastModified !== 'string')
+    return false;
   if (entry.toJSON !== undefined) return false;
   let n = 0;
   for (const field in entry) if (field !== PLAIN_FIELDS[n++]) return false;
@@ -107,7 +108,8 @@ function isPlainEntry(key: string, entry: IndexEntry): boolean {
 /** `"key":{entry}` as JSON; the usual entry is written by hand, its key quoted once (stringifying it twice costs more). */
 function entryJson(key: string, entry: IndexEntry): string {
   const quoted = JSON.stringify(key);
-  if (isPlainEntry(key, entry)) return `${quoted}:{"key":${quoted},"size":${entry.size},"lastModified":${JSON.stringify(entry.lastModified)}}`;
+  if (isPlainEntry(key, entry))
+    return `${quoted}:{"key":${quoted},"size":${entry.size},"lastModified":${JSON.stringify(entry.lastModified)}}`;
   return `${quoted}:${JSON.stringify(entry)}`;
 }
 

@@ -42,7 +42,17 @@ export {
 export { namespaceExists } from './list';
 
 // The keys the contract names.
-export { CONTROL_DIR, INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_DIR, SHARD_META_KEY, isInternalKey, isRefusedKey, refusedKeyReason } from './keys';
+export {
+  CONTROL_DIR,
+  INDEX_KEY,
+  LOCK_KEY,
+  NAMESPACE_MARKER,
+  SHARD_DIR,
+  SHARD_META_KEY,
+  isInternalKey,
+  isRefusedKey,
+  refusedKeyReason,
+} from './keys';
 
 // An index as clients read it.
 export { type DatastoreIndex, type IndexEntry, type ListedObject, type ParsedIndex, parseIndex } from './index-file';

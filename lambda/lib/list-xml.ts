@@ -29,13 +29,17 @@ export interface ListObjectsPage {
 const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'" };
 const REFERENCE = /&(#x[0-9a-fA-F]{1,6}|#[0-9]{1,7}|[a-zA-Z]+)?(;)?/g;
 
-
 class Unrecognised extends Error {}
 
 /** The character of a numeric reference; one XML does not allow (`&#0;`, a surrogate, past U+10FFFF) is not ours to read. */
 function character(code: number): string {
   const allowed =
-    code === 0x9 || code === 0xa || code === 0xd || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff);
+    code === 0x9 ||
+    code === 0xa ||
+    code === 0xd ||
+    (code >= 0x20 && code <= 0xd7ff) ||
+    (code >= 0xe000 && code <= 0xfffd) ||
+    (code >= 0x10000 && code <= 0x10ffff);
   if (!allowed) throw new Unrecognised(`the character reference &#${code};`);
   return String.fromCodePoint(code);
 }
@@ -71,7 +75,8 @@ const isLeap = (year: number): boolean => (year % 4 === 0 && year % 100 !== 0) |
 function parseIsoTime(s: string, at: number, end: number): number {
   const length = end - at;
   if (length !== 20 && length !== 24) return NaN;
-  if (s[at + 4] !== '-' || s[at + 7] !== '-' || s[at + 10] !== 'T' || s[at + 13] !== ':' || s[at + 16] !== ':' || s[end - 1] !== 'Z') return NaN;
+  if (s[at + 4] !== '-' || s[at + 7] !== '-' || s[at + 10] !== 'T' || s[at + 13] !== ':' || s[at + 16] !== ':' || s[end - 1] !== 'Z')
+    return NaN;
   if (length === 24 && s[at + 19] !== '.') return NaN;
   const month = digits(s, at + 5, 2);
   const day = digits(s, at + 8, 2);

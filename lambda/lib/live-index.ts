@@ -82,7 +82,11 @@ interface LiveLayout {
  */
 export type LiveIndex =
   | (LiveLayout & { readonly state: 'absent' })
-  | (LiveLayout & { readonly state: 'unreadable'; readonly parts: readonly UnreadablePart[]; readonly salvaged?: DatastoreIndex } & UnreadablePart)
+  | (LiveLayout & {
+      readonly state: 'unreadable';
+      readonly parts: readonly UnreadablePart[];
+      readonly salvaged?: DatastoreIndex;
+    } & UnreadablePart)
   | (LiveLayout & { readonly state: 'valid'; readonly index: DatastoreIndex; readonly etag?: string });
 
 /** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not downloaded or parsed again. */
@@ -176,7 +180,12 @@ export async function readLiveIndex(
     const read = metaObject ? readManifest(metaObject.body) : undefined;
     const listed = new Set(shardPartitions ?? []);
     if (metaObject && read?.kind === 'unparsable') {
-      const bad: UnreadablePart = { key: base + SHARD_META_KEY, reason: `the manifest _index/_meta.json does not parse: ${read.reason}`, bytes: metaObject.body, etag: metaObject.etag };
+      const bad: UnreadablePart = {
+        key: base + SHARD_META_KEY,
+        reason: `the manifest _index/_meta.json does not parse: ${read.reason}`,
+        bytes: metaObject.body,
+        etag: metaObject.etag,
+      };
       const salvage = salvageManifest(metaObject.body);
       const partitions = shardPartitions ?? (await listShardPartitions(store, base));
       if (salvage.version === 2 && partitions.length > 0) {
@@ -186,14 +195,34 @@ export async function readLiveIndex(
         const shards = await readShards(store, scope, rebuilt, metaObject, new Set());
         const parts = [bad, ...(shards.state === 'unreadable' ? shards.parts : [])];
         const salvaged = baseIndexOf(shards);
-        return { ...shards, state: 'unreadable', ...bad, parts, salvaged, badManifest: bad, pending: 'the manifest is rebuilt from the partition files' };
+        return {
+          ...shards,
+          state: 'unreadable',
+          ...bad,
+          parts,
+          salvaged,
+          badManifest: bad,
+          pending: 'the manifest is rebuilt from the partition files',
+        };
       }
       if (salvage.version === 1) {
-        layout = { layout: 'dual-write', mirror: { meta: { version: 1, partitions: [] }, files: new Set(partitions) }, badManifest: bad, pending: 'the manifest is rebuilt from the monolith' };
+        layout = {
+          layout: 'dual-write',
+          mirror: { meta: { version: 1, partitions: [] }, files: new Set(partitions) },
+          badManifest: bad,
+          pending: 'the manifest is rebuilt from the monolith',
+        };
       } else {
         monolith.drop();
         const hold = `${bad.reason}, and it names no version (1 or 2) to rebuild it by`;
-        return { state: 'unreadable', layout: partitions.length > 0 ? 'shard-first' : 'dual-write', ...bad, parts: [bad], badManifest: bad, hold };
+        return {
+          state: 'unreadable',
+          layout: partitions.length > 0 ? 'shard-first' : 'dual-write',
+          ...bad,
+          parts: [bad],
+          badManifest: bad,
+          hold,
+        };
       }
     } else if (metaObject && read?.kind === 'v2') {
       monolith.drop();
@@ -211,7 +240,8 @@ export async function readLiveIndex(
   if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolith);
   const object = await monolith.result;
   if (!object) return { ...layout, state: 'absent' };
-  if (known && (object.notModified || object.etag === known.etag)) return { ...layout, state: 'valid', index: known.index, etag: known.etag };
+  if (known && (object.notModified || object.etag === known.etag))
+    return { ...layout, state: 'valid', index: known.index, etag: known.etag };
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };
@@ -243,10 +273,20 @@ async function withUnfinishedMirror(store: S3Store, scope: IndexScope, layout: L
   }
   const mirror = layout.mirror!;
   const unfinished = new Set(partitions ?? [...mirror.files]);
-  return { ...layout, mirror: { ...mirror, unfinished }, pending: layout.pending ?? 'an earlier publish stopped between its index and its partition files' };
+  return {
+    ...layout,
+    mirror: { ...mirror, unfinished },
+    pending: layout.pending ?? 'an earlier publish stopped between its index and its partition files',
+  };
 }
 
-async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, metaObject: StoredObject, orphans: ReadonlySet<string>): Promise<LiveIndex> {
+async function readShards(
+  store: S3Store,
+  scope: IndexScope,
+  meta: ShardMeta,
+  metaObject: StoredObject,
+  orphans: ReadonlySet<string>,
+): Promise<LiveIndex> {
   const base = scopeBase(scope);
   const index = emptyIndex();
   const shardEtags = new Map<string, string>();
@@ -258,7 +298,16 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
   ]);
   const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
   const adoptable = new Map<string, IndexEntry>();
-  const shards: ShardState = { meta, metaEtag: metaObject.etag, shardEtags, byPartition, orphans, adoptable, missing, intentEtag: intent?.etag };
+  const shards: ShardState = {
+    meta,
+    metaEtag: metaObject.etag,
+    shardEtags,
+    byPartition,
+    orphans,
+    adoptable,
+    missing,
+    intentEtag: intent?.etag,
+  };
   // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
   for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
   const parts: UnreadablePart[] = [];
@@ -271,7 +320,12 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
     if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
     const parsed = parseIndex(object.body);
     if (!parsed.ok) {
-      parts.push({ key: `${base}${SHARD_DIR}${partition}.json`, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag });
+      parts.push({
+        key: `${base}${SHARD_DIR}${partition}.json`,
+        reason: `shard ${partition}: ${parsed.reason}`,
+        bytes: object.body,
+        etag: object.etag,
+      });
       continue;
     }
     // What clients see is what the manifest lists; an orphan's entries only wait to be adopted.
@@ -286,10 +340,10 @@ async function readShards(store: S3Store, scope: IndexScope, meta: ShardMeta, me
     : missing.size > 0
       ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
       : orphans.size > 0
-      ? `partition files not in the manifest: ${[...orphans].sort().join(', ')}`
-      : newer !== undefined
-        ? `shard ${newer} is newer than the manifest`
-        : undefined;
+        ? `partition files not in the manifest: ${[...orphans].sort().join(', ')}`
+        : newer !== undefined
+          ? `shard ${newer} is newer than the manifest`
+          : undefined;
   const layout: LiveLayout = { layout: 'shard-first', shards, pending };
   if (parts.length > 0) return { ...layout, state: 'unreadable', ...parts[0], parts, salvaged: index };
   return { ...layout, state: 'valid', index, etag: metaObject.etag };
@@ -354,12 +408,20 @@ export async function writeIndex(
   const changed = [...partitions].sort().filter((partition) => {
     const key = `${base}${SHARD_DIR}${partition}.json`;
     const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
-    return unreadable || shards.orphans.has(partition) || shards.missing.has(partition) || !sameEntries(shards.byPartition.get(partition), grouped.get(partition) ?? new Map());
+    return (
+      unreadable ||
+      shards.orphans.has(partition) ||
+      shards.missing.has(partition) ||
+      !sameEntries(shards.byPartition.get(partition), grouped.get(partition) ?? new Map())
+    );
   });
   const intentKey = publishIntentKey(scope);
   // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
   if (changed.length > 0 && !shards.intentEtag) {
-    await store.put(intentKey, JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }));
+    await store.put(
+      intentKey,
+      JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }),
+    );
   }
   for (const partition of changed) {
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
@@ -382,7 +444,12 @@ export async function writeIndex(
  * A conditional write that adopts what it finds: a create (`If-None-Match`) that loses because the object
  * exists (an orphan left by a writer that died) is retried as a replace of exactly that version.
  */
-async function putAdopting(store: S3Store, key: string, body: Buffer, condition: WriteCondition | undefined): Promise<'written' | 'conflict'> {
+async function putAdopting(
+  store: S3Store,
+  key: string,
+  body: Buffer,
+  condition: WriteCondition | undefined,
+): Promise<'written' | 'conflict'> {
   const result = await store.put(key, body, condition);
   if (result.status === 'written' || !condition || !('ifNoneMatch' in condition)) return result.status;
   const existing = await store.head(key);
@@ -412,7 +479,14 @@ function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIn
  * as for clients (the monolith is the truth); a failure is reported through `onMirrorFailed`.
  * Beside a plain monolith only partition files that already exist are refreshed, and no manifest is made.
  */
-async function writeMirror(store: S3Store, base: string, live: LiveIndex, next: DatastoreIndex, targets: readonly string[], hooks: WriteHooks): Promise<boolean> {
+async function writeMirror(
+  store: S3Store,
+  base: string,
+  live: LiveIndex,
+  next: DatastoreIndex,
+  targets: readonly string[],
+  hooks: WriteHooks,
+): Promise<boolean> {
   const dualWrite = live.layout === 'dual-write';
   const grouped = groupByPartition(next.entries);
   let whole = true;

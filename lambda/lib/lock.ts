@@ -93,7 +93,12 @@ export class DatastoreLock {
     this.etag = etag;
     held.add(this);
     if (conditional) {
-      this.timer = setInterval(() => void (this.beat = this.heartbeat()), Math.max(1000, Math.floor(body.ttlMs / 3)));
+      this.timer = setInterval(
+        () => {
+          this.beat = this.heartbeat();
+        },
+        Math.max(1000, Math.floor(body.ttlMs / 3)),
+      );
       this.timer.unref();
     }
   }
@@ -205,7 +210,12 @@ export class DatastoreLock {
 }
 
 /** Runs `work` while holding the lock at `key`, releasing it whatever happens. */
-export async function withLock<T>(store: S3Store, key: string, options: LockOptions, work: (lock: DatastoreLock) => Promise<T>): Promise<T> {
+export async function withLock<T>(
+  store: S3Store,
+  key: string,
+  options: LockOptions,
+  work: (lock: DatastoreLock) => Promise<T>,
+): Promise<T> {
   const lock = await DatastoreLock.acquire(store, key, options);
   try {
     return await work(lock);

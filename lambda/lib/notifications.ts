@@ -60,7 +60,8 @@ function changeOf(
   source: 's3' | 'eventbridge',
   time: unknown,
 ): ObjectChange | undefined {
-  if (!kind || !isRecord(bucket) || !isRecord(object) || typeof object.key !== 'string' || typeof bucket.name !== 'string') return undefined;
+  if (!kind || !isRecord(bucket) || !isRecord(object) || typeof object.key !== 'string' || typeof bucket.name !== 'string')
+    return undefined;
   const etagField = source === 's3' ? 'eTag' : 'etag';
   let key: string | undefined = object.key;
   let otherReading: string | undefined;
@@ -140,7 +141,11 @@ export function parseNotification(body: string | unknown): NotificationMessage {
  * Roots do not nest, so at most one root matches. A key inside a namespace folder may still be internal
  * relative to its namespace (e.g. `<ns>/.datastore-index.json`): check it again once the namespace is known.
  */
-export function placeChange(change: Pick<ObjectChange, 'bucket' | 'key'>, bucket: string, roots: readonly DatastoreRoot[]): ChangePlacement {
+export function placeChange(
+  change: Pick<ObjectChange, 'bucket' | 'key'>,
+  bucket: string,
+  roots: readonly DatastoreRoot[],
+): ChangePlacement {
   if (change.bucket !== bucket) return { status: 'foreign-bucket' };
   for (const root of roots) {
     const base = rootBase(root);

@@ -89,7 +89,10 @@ class KeyScale {
   static of(folder: string, keys: readonly string[]): KeyScale {
     const units = new Set<number>();
     for (const key of keys) for (let i = folder.length; i < key.length; i++) units.add(key.charCodeAt(i));
-    return new KeyScale(folder, [...units].sort((a, b) => a - b));
+    return new KeyScale(
+      folder,
+      [...units].sort((a, b) => a - b),
+    );
   }
 
   fraction(key: string): number {
@@ -313,7 +316,8 @@ class ParallelListing {
         // Done with it, whether or not it was cut (cut to a shorter copy) meanwhile.
         slice.segments.shift();
         // A folder that turned out empty: what follows it starts after its name.
-        if (slice.last === undefined && (slice.after === undefined || compareKeys(segment.prefix, slice.after) > 0)) slice.after = segment.prefix;
+        if (slice.last === undefined && (slice.after === undefined || compareKeys(segment.prefix, slice.after) > 0))
+          slice.after = segment.prefix;
       }
     } finally {
       slice.done = true;
@@ -384,7 +388,8 @@ class ParallelListing {
     if (from === undefined || compareKeys(from, segment.prefix) < 0) return [segment.prefix];
     const common = end === undefined ? segment.prefix : commonFolder(from, end);
     const chain = [common.length >= segment.prefix.length ? common : segment.prefix];
-    for (let slash = from.indexOf('/', chain[0].length); slash >= 0; slash = from.indexOf('/', slash + 1)) chain.push(from.slice(0, slash + 1));
+    for (let slash = from.indexOf('/', chain[0].length); slash >= 0; slash = from.indexOf('/', slash + 1))
+      chain.push(from.slice(0, slash + 1));
     return chain;
   }
 
@@ -434,7 +439,9 @@ class ParallelListing {
     const deepest = chain[chain.length - 1];
     const recent = slice.recent.map((o) => o.key);
     const flat =
-      folders.includes(deepest) && recent.length > 1 && recent.every((key) => key.startsWith(deepest) && key.indexOf('/', deepest.length) < 0);
+      folders.includes(deepest) &&
+      recent.length > 1 &&
+      recent.every((key) => key.startsWith(deepest) && key.indexOf('/', deepest.length) < 0);
     const targets = flat ? folders.filter((folder) => folder !== deepest) : folders;
     slice.splitting = true;
     let descend = false;
@@ -447,7 +454,8 @@ class ParallelListing {
       }
       // Cut only the segment that was probed, from where the slice has got to by now.
       if (slice.done || this.stopped || slice.segments[0] !== segment) return;
-      const probed = (folder: string | undefined): ListPage | undefined => (folder === undefined ? undefined : found[targets.indexOf(folder)]);
+      const probed = (folder: string | undefined): ListPage | undefined =>
+        folder === undefined ? undefined : found[targets.indexOf(folder)];
       const top = probed(folders[0]);
       const sub = probed(folders[1]);
       // Sibling folders are cut at only as often as makes slices of a few pages each.
@@ -514,7 +522,9 @@ class ParallelListing {
     for (let i = 0; i < fine.length; i++) {
       const last = i + 1 === fine.length;
       const tail = last && coarse.length === 0;
-      const segments = tail ? [{ prefix: segment.prefix, ...end }, ...rest] : [this.range(fine[i], last ? { before: coarse[0] } : { until: fine[i + 1] })];
+      const segments = tail
+        ? [{ prefix: segment.prefix, ...end }, ...rest]
+        : [this.range(fine[i], last ? { before: coarse[0] } : { until: fine[i + 1] })];
       made.push([fine[i], segments, hintsUpTo(fine[i], last ? coarse[0] : fine[i + 1])]);
     }
     for (let i = 0; i < coarse.length; i++) {

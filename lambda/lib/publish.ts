@@ -88,13 +88,17 @@ export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = ne
 
 /** Key of the one copy kept of a held object's version (see `LiveIndex.hold`), beside the other unreadable copies. */
 export function heldCopyKey(scope: IndexScope, part: UnreadablePart): string {
-  return unreadableCopyKey(scope, part.key).replace(/[^/]*$/, `held-${part.etag}-${part.key.slice(scopeBase(scope).length).replace(/\//g, '~')}`);
+  return unreadableCopyKey(scope, part.key).replace(
+    /[^/]*$/,
+    `held-${part.etag}-${part.key.slice(scopeBase(scope).length).replace(/\//g, '~')}`,
+  );
 }
 
 /** The objects of a live index that do not parse and of which a copy is kept before anything replaces them. */
 function unreadablePartsOf(live: LiveIndex): UnreadablePart[] {
   const parts = live.state === 'unreadable' ? [...live.parts] : [];
-  if (live.badManifest && !parts.some((p) => p.etag === live.badManifest!.etag && p.key === live.badManifest!.key)) parts.unshift(live.badManifest);
+  if (live.badManifest && !parts.some((p) => p.etag === live.badManifest!.etag && p.key === live.badManifest!.key))
+    parts.unshift(live.badManifest);
   return parts;
 }
 
@@ -103,7 +107,12 @@ function unreadablePartsOf(live: LiveIndex): UnreadablePart[] {
  * root's lock, re-reads, re-plans and writes with `If-Match`/`If-None-Match`, retrying lost races;
  * afterwards re-reads and re-applies whatever a client's unconditional push erased.
  */
-export async function publishIndex(store: S3Store, scope: IndexScope, plan: Planner, options: PublishOptions = {}): Promise<PublishOutcome> {
+export async function publishIndex(
+  store: S3Store,
+  scope: IndexScope,
+  plan: Planner,
+  options: PublishOptions = {},
+): Promise<PublishOutcome> {
   const maxAttempts = options.maxAttempts ?? 6;
   const rounds = options.convergeRounds ?? 2;
   const emit = options.onEvent ?? (() => undefined);
@@ -159,7 +168,8 @@ export async function publishIndex(store: S3Store, scope: IndexScope, plan: Plan
     // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
     // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
     let recheck: Promise<LiveIndex> | undefined;
-    let early = conditional && planned?.live.layout === 'monolith' ? rereadAlongside(store, scope, planned.live, options.shardPartitions) : undefined;
+    let early =
+      conditional && planned?.live.layout === 'monolith' ? rereadAlongside(store, scope, planned.live, options.shardPartitions) : undefined;
     await withLock(store, rootBase(scope.root) + LOCK_KEY, lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
         // Re-read under the lock: what was read before it may already be out of date. The read made while

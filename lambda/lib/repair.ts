@@ -138,7 +138,11 @@ const memoryLister =
  * const run = await repairResumable(store, root, { mode: 'repair', remainingMs: () => context.getRemainingTimeInMillis() });
  * if (run.status === 'incomplete') await enqueueContinuation(root); // or let the next schedule resume it
  */
-export async function repairResumable(store: S3Store, root: DatastoreRoot, options: ResumableRepairOptions): Promise<ResumableRepairResult> {
+export async function repairResumable(
+  store: S3Store,
+  root: DatastoreRoot,
+  options: ResumableRepairOptions,
+): Promise<ResumableRepairResult> {
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const reserveMs = options.reserveMs ?? 60_000;
   const saving = options.mode === 'repair';
@@ -187,7 +191,9 @@ export async function repairResumable(store: S3Store, root: DatastoreRoot, optio
   const all = [...earlier, ...fresh];
   const listed = await listScopes(store, base, memoryLister(all));
   const listing = { ...listed, startedAt, listingMs: Date.now() - runStarted };
-  const confirmed = earlier.length ? await confirmEarlier(store, root, options.namespace, listing, new Set(earlier.map((o) => o.key)), base, options.concurrency) : 0;
+  const confirmed = earlier.length
+    ? await confirmEarlier(store, root, options.namespace, listing, new Set(earlier.map((o) => o.key)), base, options.concurrency)
+    : 0;
   const report = await healRoot(store, root, { ...options, listing });
   if (saving) {
     // Progress first: parts without progress are ignored, progress without parts is dropped.

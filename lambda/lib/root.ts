@@ -59,8 +59,15 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   }
   const prefix = str('prefix');
   // `swamp/../swamp` or `a//b` would be written literally as keys no client reads.
-  if (normalizePrefix(prefix).split('/').some((s) => s === '.' || s === '..' || (s === '' && normalizePrefix(prefix) !== ''))) {
-    throw new ConfigError(`Datastore config "prefix" must not hold "." or ".." or empty segments, got "${prefix}"`, 'Give the prefix exactly as clients use it, e.g. "swamp" or "team/swamp"');
+  if (
+    normalizePrefix(prefix)
+      .split('/')
+      .some((s) => s === '.' || s === '..' || (s === '' && normalizePrefix(prefix) !== ''))
+  ) {
+    throw new ConfigError(
+      `Datastore config "prefix" must not hold "." or ".." or empty segments, got "${prefix}"`,
+      'Give the prefix exactly as clients use it, e.g. "swamp" or "team/swamp"',
+    );
   }
   const region = str('region');
   if (region !== undefined) checkRegion(region, 'Datastore config "region"');
@@ -75,7 +82,7 @@ export function checkRegion(region: string, what: string): void {
   if (!/^[a-z0-9](?:[a-z0-9-]{0,48}[a-z0-9])?$/.test(region)) {
     throw new ConfigError(
       `${what} must be a region name such as eu-west-1 (lowercase letters, digits and hyphens), got ${JSON.stringify(region)}`,
-      'Pass the bucket\'s region, e.g. --region eu-west-1',
+      "Pass the bucket's region, e.g. --region eu-west-1",
     );
   }
 }
@@ -91,7 +98,10 @@ export function resolveDatastoreConfig(json: string | undefined, overrides: Part
     try {
       parsed = JSON.parse(json);
     } catch (err) {
-      throw new ConfigError(`The datastore config is not valid JSON (${(err as Error).message})`, 'Example: {"bucket":"my-bucket","prefix":"swamp"}');
+      throw new ConfigError(
+        `The datastore config is not valid JSON (${(err as Error).message})`,
+        'Example: {"bucket":"my-bucket","prefix":"swamp"}',
+      );
     }
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return parseDatastoreConfig(parsed);

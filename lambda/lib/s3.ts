@@ -139,7 +139,13 @@ function networkCodeOf(err: unknown): string | undefined {
 const CREDENTIALS_MISSING = new Set(['CredentialsProviderError', 'ProviderError', 'TokenProviderError']);
 
 /** S3 read the credentials that were sent and refused them. */
-const CREDENTIALS_REJECTED = new Set(['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'ExpiredToken', 'InvalidToken', 'TokenRefreshRequired']);
+const CREDENTIALS_REJECTED = new Set([
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'ExpiredToken',
+  'InvalidToken',
+  'TokenRefreshRequired',
+]);
 
 /** Turns an SDK error into one of ours, with what the user can do about it. */
 export function translateError(err: unknown, operation: string, bucket: string, key?: string): Error {
@@ -179,24 +185,28 @@ export function translateError(err: unknown, operation: string, bucket: string, 
         region
           ? `Bucket "${bucket}" is in region ${region}, not the region this request was signed for (${operation} on ${where})`
           : `Bucket "${bucket}" is in another region than the one configured (${operation} on ${where}: ${detail})`,
-        region ? `Pass --region ${region} (or set "region" in the datastore config)` : 'Pass the bucket\'s region with --region (or "region" in the datastore config)',
+        region
+          ? `Pass --region ${region} (or set "region" in the datastore config)`
+          : 'Pass the bucket\'s region with --region (or "region" in the datastore config)',
         { cause: err },
       );
     }
   }
   if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
-    return new AccessDeniedError(
-      `Access denied: ${operation} on ${where}`,
-      `Grant this identity s3:${operation} on that resource`,
-      { cause: err },
-    );
+    return new AccessDeniedError(`Access denied: ${operation} on ${where}`, `Grant this identity s3:${operation} on that resource`, {
+      cause: err,
+    });
   }
   const network = networkCodeOf(err);
   if (network !== undefined) {
     // The detail names the endpoint (a refused address, or the silent endpoint of a request timeout).
-    return new S3UnavailableError(`Could not reach S3 for ${operation} on ${where} (${network}) after every retry: ${detail}`, 'Check the endpoint and network, then retry', {
-      cause: err,
-    });
+    return new S3UnavailableError(
+      `Could not reach S3 for ${operation} on ${where} (${network}) after every retry: ${detail}`,
+      'Check the endpoint and network, then retry',
+      {
+        cause: err,
+      },
+    );
   }
   if (status !== undefined && (status >= 500 || code === 'SlowDown')) {
     return new S3UnavailableError(`S3 kept failing on ${operation} ${where}: ${detail}`, 'Retry later; check the endpoint and network', {
@@ -233,7 +243,8 @@ async function collectBody(body: unknown): Promise<Buffer> {
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
   const chunks: Buffer[] = [];
-  for await (const chunk of body as AsyncIterable<Uint8Array | string>) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk));
+  for await (const chunk of body as AsyncIterable<Uint8Array | string>)
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk));
   return Buffer.concat(chunks);
 }
 
@@ -245,7 +256,11 @@ export const REQUEST_TIMEOUT_MS = 30_000;
  * A request that gets no answer within `requestTimeoutMs` fails (the SDK only warns unless told to throw),
  * and the final error names the endpoint that kept silent.
  */
-export function createS3Client(settings: S3Settings, overrides: Partial<S3ClientConfig> = {}, requestTimeoutMs = REQUEST_TIMEOUT_MS): S3Client {
+export function createS3Client(
+  settings: S3Settings,
+  overrides: Partial<S3ClientConfig> = {},
+  requestTimeoutMs = REQUEST_TIMEOUT_MS,
+): S3Client {
   const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
   checkRegion(region, source);
@@ -493,7 +508,9 @@ export class S3Store {
       if (ifMatch && isConflict(err)) return 'conflict';
       if (ifMatch && isNotFound(err)) return 'conflict';
       if (ifMatch && isUnsupported(err) && strict) {
-        throw new ConditionalWritesUnsupportedError(`The store does not implement conditional deletes (DeleteObject ${key})`, undefined, { cause: err });
+        throw new ConditionalWritesUnsupportedError(`The store does not implement conditional deletes (DeleteObject ${key})`, undefined, {
+          cause: err,
+        });
       }
       if (ifMatch && isUnsupported(err)) return this.delete(key);
       throw translateError(err, 'DeleteObject', this.bucket, key);

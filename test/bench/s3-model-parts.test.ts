@@ -36,7 +36,23 @@ function walk(bucket: Bucket, prefix: string, delimiter: string, maxKeys: number
 describe('compareKeys', () => {
   it('orders like the UTF-8 bytes, which plain string comparison does not', () => {
     // Code points around the surrogate range, where UTF-16 and UTF-8 orders part.
-    const alphabet = ['a', '/', ' ', '~', '\u007f', 'é', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uff01', '\uffff', '😀', '\u{10000}', '\u{10ffff}'];
+    const alphabet = [
+      'a',
+      '/',
+      ' ',
+      '~',
+      '\u007f',
+      'é',
+      '\u07ff',
+      '\u0800',
+      '\ud7ff',
+      '\ue000',
+      '\uff01',
+      '\uffff',
+      '😀',
+      '\u{10000}',
+      '\u{10ffff}',
+    ];
     let state = 7;
     const random = (n: number): number => {
       state = (Math.imul(state, 1103515245) + 12345) >>> 0;
@@ -169,14 +185,10 @@ describe('seedBucket', () => {
       top.set(folder, (top.get(folder) ?? 0) + 1);
     }
     expect(top.get('data')).toBeGreaterThan(10_000);
-    expect([...top.keys()]).toEqual(
-      expect.arrayContaining(['_catalog.db', 'data', 'workflow-runs', 'logs', 'outputs', 'audit']),
-    );
+    expect([...top.keys()]).toEqual(expect.arrayContaining(['_catalog.db', 'data', 'workflow-runs', 'logs', 'outputs', 'audit']));
     expect(keys).toContain('root/.datastore-sync-state.json');
     expect(keys.filter((k) => /^root\/data\/[^/]+\/[^/]+\/[^/]+\/\d\/raw$/.test(k)).length).toBe(top.get('data'));
-    expect(keys.filter((k) => /^root\/workflow-runs\/[^/]+\/run-[0-9a-f]{12}\.json$/.test(k)).length).toBe(
-      top.get('workflow-runs'),
-    );
+    expect(keys.filter((k) => /^root\/workflow-runs\/[^/]+\/run-[0-9a-f]{12}\.json$/.test(k)).length).toBe(top.get('workflow-runs'));
     for (const key of keys.slice(0, 200)) {
       const o = bucket.get(key) as StoredObject;
       expect(o.lastModifiedMs).toBeLessThanOrEqual(newest.getTime());

@@ -104,7 +104,16 @@ describe('S3 model at scale', () => {
   it('lists 100,000 keys with 16 concurrent prefix listings as one sequential listing does (both timed and printed)', async () => {
     // The flat layout splits evenly under obj/0 ... obj/f: 16 prefixes, 16 workers.
     const { child, endpoint, stderr } = await startCli([
-      '--port', '0', '--latency-ms', String(LATENCY_MS), '--seed', String(SEEDED), '--layout', 'flat', '--bucket', 'flat',
+      '--port',
+      '0',
+      '--latency-ms',
+      String(LATENCY_MS),
+      '--seed',
+      String(SEEDED),
+      '--layout',
+      'flat',
+      '--bucket',
+      'flat',
     ]);
     try {
       expect(endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);

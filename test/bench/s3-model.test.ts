@@ -58,7 +58,7 @@ const KEYS = [
   'uni/日本語.txt',
   'uni/émoji😀/x',
   'deep/a/b/c/d',
-  "quote'\"&<>",
+  'quote\'"&<>',
   'q?x=1&y#z',
   'semi;colon,comma=eq@at:colon$dollar*star!excl(paren)~tilde',
   'tab\there',
@@ -208,9 +208,7 @@ describe('ListObjectsV2 answers like S3', () => {
   });
 
   it('rejects a continuation token it did not make, as S3 does', async () => {
-    const answer = await same((s3) =>
-      s3.send(new ListObjectsV2Command({ Bucket: bucket, ContinuationToken: '' })),
-    );
+    const answer = await same((s3) => s3.send(new ListObjectsV2Command({ Bucket: bucket, ContinuationToken: '' })));
     expect(answer.error).toBeDefined();
   });
 
@@ -219,8 +217,7 @@ describe('ListObjectsV2 answers like S3', () => {
     const motoOut = await moto.send(new ListObjectsV2Command(input));
     const mineOut = await mine.send(new ListObjectsV2Command(input));
     // moto writes a space as %20, S3 as +; both decode the same way.
-    const formDecode = (s: string | undefined): string | undefined =>
-      s === undefined ? s : decodeURIComponent(s.replace(/\+/g, ' '));
+    const formDecode = (s: string | undefined): string | undefined => (s === undefined ? s : decodeURIComponent(s.replace(/\+/g, ' ')));
     const decoded = (out: ListObjectsV2CommandOutput): Normalised =>
       normalise({
         ...out,
@@ -297,25 +294,18 @@ describe('objects answer like S3', () => {
   });
 
   it('PUT with If-None-Match: * creates once, then 412', async () => {
-    const put = (s3: S3Client) =>
-      s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'lock', Body: '{"n":1}', IfNoneMatch: '*' }));
+    const put = (s3: S3Client) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'lock', Body: '{"n":1}', IfNoneMatch: '*' }));
     expect((await same(put)).ok).toBeDefined();
     expect((await same(put)).error).toMatchObject({ name: 'PreconditionFailed', Condition: 'If-None-Match' });
   });
 
   it('PUT with If-Match: the right ETag replaces, a wrong one is 412, a missing key 404', async () => {
     const head = (await mine.send(new HeadObjectCommand({ Bucket: bucket, Key: 'a' }))).ETag as string;
-    const right = await same((s3) =>
-      s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'a', Body: 'replaced', IfMatch: head })),
-    );
+    const right = await same((s3) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'a', Body: 'replaced', IfMatch: head })));
     expect(right.ok).toMatchObject({ ETag: `"${createHash('md5').update('replaced').digest('hex')}"` });
-    const wrong = await same((s3) =>
-      s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'a', Body: 'again', IfMatch: head })),
-    );
+    const wrong = await same((s3) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'a', Body: 'again', IfMatch: head })));
     expect(wrong.error).toMatchObject({ name: 'PreconditionFailed', Condition: 'If-Match' });
-    const missing = await same((s3) =>
-      s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'never-written', Body: 'x', IfMatch: head })),
-    );
+    const missing = await same((s3) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'never-written', Body: 'x', IfMatch: head })));
     expect(missing.error).toMatchObject({ name: 'NoSuchKey' });
     await same((s3) => s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'a' })));
   });
@@ -342,9 +332,7 @@ describe('objects answer like S3', () => {
   it('DeleteObject with If-Match: wrong is 412, missing key 404, right deletes', async () => {
     const wrong = await same((s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'b', IfMatch: '"0"' })));
     expect(wrong.error).toMatchObject({ name: 'PreconditionFailed' });
-    const missing = await same((s3) =>
-      s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'never-written', IfMatch: '"0"' })),
-    );
+    const missing = await same((s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'never-written', IfMatch: '"0"' })));
     expect(missing.error).toMatchObject({ name: 'NoSuchKey' });
     const etag = (await mine.send(new HeadObjectCommand({ Bucket: bucket, Key: 'b' }))).ETag;
     const right = await same((s3) => s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'b', IfMatch: etag })));

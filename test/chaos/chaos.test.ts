@@ -9,8 +9,19 @@ jest.setTimeout(300_000);
 test('seed 11 for 4 s: nothing vanishes, no client field is lost, the Lambda alone makes every index equal its listing', async () => {
   const options = { seed: 11, seconds: 4, clientsPerRoot: 1 };
   const report = await runChaos(options);
-  const problems = [...report.vanished, ...report.lostFields, ...report.finalMismatch, ...report.leftovers, ...report.crashesWithoutMessage, ...report.clientErrors];
-  expect({ problems, lockTimeouts: report.lockTimeouts, replay: replayCommand(options) }).toEqual({ problems: [], lockTimeouts: 0, replay: replayCommand(options) });
+  const problems = [
+    ...report.vanished,
+    ...report.lostFields,
+    ...report.finalMismatch,
+    ...report.leftovers,
+    ...report.crashesWithoutMessage,
+    ...report.clientErrors,
+  ];
+  expect({ problems, lockTimeouts: report.lockTimeouts, replay: replayCommand(options) }).toEqual({
+    problems: [],
+    lockTimeouts: 0,
+    replay: replayCommand(options),
+  });
   expect(report.pushes).toBeGreaterThan(0);
   expect(report.lambdaBatches).toBeGreaterThan(0);
   expect(report.entriesChecked).toBeGreaterThan(0);

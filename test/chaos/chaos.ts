@@ -9,7 +9,14 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { PutBucketNotificationConfigurationCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
-import { CreateQueueCommand, DeleteMessageBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { LOCK_KEY, SHARD_META_KEY, S3Store, createS3Client, isInternalKey, partitionOf } from '../../lambda/lib/internal';
 import { freePort } from '../helpers/moto';
@@ -30,9 +37,11 @@ export type CrashStep = (typeof CRASH_STEPS)[number];
 function stepOf(r: SeenRequest): CrashStep | undefined {
   const last = r.key.slice(r.key.lastIndexOf('/') + 1);
   if (last === LOCK_KEY) return r.method === 'PUT' && r.status < 300 ? 'lock-taken' : r.method === 'DELETE' ? 'lock-released' : undefined;
-  if (r.key.endsWith(SHARD_META_KEY)) return r.method === 'PUT' && r.status < 300 ? 'manifest-written' : r.method === 'GET' ? 'index-read' : undefined;
+  if (r.key.endsWith(SHARD_META_KEY))
+    return r.method === 'PUT' && r.status < 300 ? 'manifest-written' : r.method === 'GET' ? 'index-read' : undefined;
   if (r.key.includes('_index/') && r.method === 'PUT' && r.status < 300) return 'shard-written';
-  if (last === '.datastore-index.json') return r.method === 'PUT' && r.status < 300 ? 'index-written' : r.method === 'GET' ? 'index-read' : undefined;
+  if (last === '.datastore-index.json')
+    return r.method === 'PUT' && r.status < 300 ? 'index-written' : r.method === 'GET' ? 'index-read' : undefined;
   return undefined;
 }
 
@@ -100,7 +109,9 @@ async function startSerialMoto(): Promise<{ endpoint: string; stop(): void }> {
 /** A Lambda worker process (the bundle), answering one SQS event at a time. */
 class LambdaWorker {
   private child!: ChildProcess;
-  private pending: ((answer: { ok: boolean; result?: { batchItemFailures?: { itemIdentifier: string }[] }; error?: string } | undefined) => void) | undefined;
+  private pending:
+    | ((answer: { ok: boolean; result?: { batchItemFailures?: { itemIdentifier: string }[] }; error?: string } | undefined) => void)
+    | undefined;
   private buffer = '';
   output = '';
 
@@ -119,8 +130,7 @@ class LambdaWorker {
     this.child.stderr!.on('data', keep);
     (this.child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => {
       this.buffer += c.toString();
-      let nl;
-      while ((nl = this.buffer.indexOf('\n')) >= 0) {
+      for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
         const line = this.buffer.slice(0, nl);
         this.buffer = this.buffer.slice(nl + 1);
         const done = this.pending;
@@ -136,7 +146,9 @@ class LambdaWorker {
   }
 
   /** The handler's answer, or undefined when the process died (killed) first. */
-  invoke(event: unknown): Promise<{ ok: boolean; result?: { batchItemFailures?: { itemIdentifier: string }[] }; error?: string } | undefined> {
+  invoke(
+    event: unknown,
+  ): Promise<{ ok: boolean; result?: { batchItemFailures?: { itemIdentifier: string }[] }; error?: string } | undefined> {
     return new Promise((resolve) => {
       this.pending = resolve;
       this.child.stdin!.write(`${JSON.stringify(event)}\n`);
@@ -168,7 +180,12 @@ function recordOf(d: Delivery): SQSRecord {
     messageId: d.id,
     receiptHandle: `h-${d.id}`,
     body: d.body,
-    attributes: { ApproximateReceiveCount: String(d.receiveCount), SentTimestamp: String(Date.now()), SenderId: 'chaos', ApproximateFirstReceiveTimestamp: String(Date.now()) },
+    attributes: {
+      ApproximateReceiveCount: String(d.receiveCount),
+      SentTimestamp: String(Date.now()),
+      SenderId: 'chaos',
+      ApproximateFirstReceiveTimestamp: String(Date.now()),
+    },
     messageAttributes: {},
     md5OfBody: '',
     eventSource: 'aws:sqs',
@@ -200,7 +217,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 
   const moto = await startSerialMoto();
-  const direct = new S3Store(createS3Client({ endpoint: moto.endpoint, forcePathStyle: true, region: 'us-east-1' }), `chaos-${options.seed}`);
+  const direct = new S3Store(
+    createS3Client({ endpoint: moto.endpoint, forcePathStyle: true, region: 'us-east-1' }),
+    `chaos-${options.seed}`,
+  );
   const sqs = new SQSClient({ endpoint: moto.endpoint, region: 'us-east-1' });
   const roots = ['mono', 'dual', 'shard'];
   const layoutOf: Record<string, ChaosLayout> = { mono: 'monolith', dual: 'dual-write', shard: 'shard-first' };
@@ -244,18 +264,30 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await direct.client.send(
       new PutBucketNotificationConfigurationCommand({
         Bucket: direct.bucket,
-        NotificationConfiguration: { QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }] },
+        NotificationConfiguration: {
+          QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }],
+        },
       }),
     );
     // The layouts clients gave each root: dual-write and shard-first start with their manifest.
     await direct.put(`dual/${SHARD_META_KEY}`, JSON.stringify({ version: 1, partitions: [] }));
     await direct.put(`shard/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
 
-    const stats: ClientStats = { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+    const stats: ClientStats = {
+      pushes: 0,
+      uploads: 0,
+      deletes: 0,
+      lockWaitsMs: [],
+      lockWaitStarts: [],
+      lockTimeouts: 0,
+      oobOps: 0,
+      errors: [],
+    };
     const published = new Map<string, Published>();
     const clients: SwampClient[] = [];
     for (const root of roots) {
-      for (let i = 0; i < (options.clientsPerRoot ?? 2); i++) clients.push(new SwampClient(direct, root, layoutOf[root], `${root}${i}`, seededRng(rng.int(2 ** 31)), stats, published));
+      for (let i = 0; i < (options.clientsPerRoot ?? 2); i++)
+        clients.push(new SwampClient(direct, root, layoutOf[root], `${root}${i}`, seededRng(rng.int(2 ** 31)), stats, published));
     }
     const oob = new OutOfBandWriter(direct, roots, seededRng(rng.int(2 ** 31)), stats);
     const faultRng = seededRng(rng.int(2 ** 31));
@@ -328,42 +360,62 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // Invariant while running (and draining): a published entry never vanishes from its root's truth, not even for a moment.
     const finished = { on: false };
     const monitor = (async () => {
-        while (!finished.on) {
-          for (const root of roots) {
-            const started = Date.now();
-            const due = [...published.values()].filter((p) => p.root === root && p.at < started);
-            let truth;
-            try {
-              truth = await readTruth(direct, `${root}/`, layoutOf[root]);
-            } catch {
-              continue;
+      while (!finished.on) {
+        for (const root of roots) {
+          const started = Date.now();
+          const due = [...published.values()].filter((p) => p.root === root && p.at < started);
+          let truth: Awaited<ReturnType<typeof readTruth>>;
+          try {
+            truth = await readTruth(direct, `${root}/`, layoutOf[root]);
+          } catch {
+            continue;
+          }
+          if (truth.problem) {
+            report.vanished.push(`${root}: ${truth.problem}`);
+            continue;
+          }
+          for (const p of due) {
+            report.entriesChecked++;
+            const e = truth.entries.get(p.rel);
+            if (!e && published.get(`${root}/${p.rel}`) === p) {
+              report.vanished.push(`${root}/${p.rel} (${layoutOf[root]}) missing at ${new Date().toISOString()}`);
             }
-            if (truth.problem) {
-              report.vanished.push(`${root}: ${truth.problem}`);
-              continue;
-            }
-            for (const p of due) {
-              report.entriesChecked++;
-              const e = truth.entries.get(p.rel);
-              if (!e && published.get(`${root}/${p.rel}`) === p) {
-                report.vanished.push(`${root}/${p.rel} (${layoutOf[root]}) missing at ${new Date().toISOString()}`);
-              }
-              if (e && e.size === p.entry.size && e.sha256 !== p.entry.sha256 && published.get(`${root}/${p.rel}`) === p && !fieldLoss.has(p.rel)) {
-                fieldLoss.add(p.rel);
-                log(`client fields of ${root}/${p.rel} gone at ${new Date().toISOString()}: ${JSON.stringify(e)} (client wrote ${JSON.stringify(p.entry)}); last indexer writes:\n    ${trace.slice(-8).join('\n    ')}`);
-              }
+            if (
+              e &&
+              e.size === p.entry.size &&
+              e.sha256 !== p.entry.sha256 &&
+              published.get(`${root}/${p.rel}`) === p &&
+              !fieldLoss.has(p.rel)
+            ) {
+              fieldLoss.add(p.rel);
+              log(
+                `client fields of ${root}/${p.rel} gone at ${new Date().toISOString()}: ${JSON.stringify(e)} (client wrote ${JSON.stringify(p.entry)}); last indexer writes:\n    ${trace.slice(-8).join('\n    ')}`,
+              );
             }
           }
-          await sleep(250);
         }
-      })();
+        await sleep(250);
+      }
+    })();
 
     // The CLI's repair, as it ships, through its own fault proxy, sometimes killed.
     const runRepair = async (root: string): Promise<void> => {
       const proxy = await newProxy(`repair-${report.repairRuns}`);
       const child = spawn(
         process.execPath,
-        [cli, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style', '--lock-wait', '20'],
+        [
+          cli,
+          'repair',
+          '--bucket',
+          direct.bucket,
+          '--prefix',
+          root,
+          '--endpoint',
+          proxy.endpoint,
+          '--force-path-style',
+          '--lock-wait',
+          '20',
+        ],
         { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] },
       );
       children.add(child);
@@ -371,7 +423,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
       child.stdout!.resume();
       const disarm = armKill(proxy, () => child.kill('SIGKILL'), 'repair');
-      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+        child.once('exit', (c, s) => resolve([c, s])),
+      );
       disarm();
       children.delete(child);
       report.repairRuns++;
@@ -414,10 +468,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const queue: Delivery[] = [];
     let lastWork = Date.now();
     const receive = async (): Promise<number> => {
-      const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 600 }));
+      const out = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 600 }),
+      );
       const messages: Message[] = out.Messages ?? [];
       if (messages.length) {
-        await sqs.send(new DeleteMessageBatchCommand({ QueueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }));
+        await sqs.send(
+          new DeleteMessageBatchCommand({ QueueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }),
+        );
         for (const m of messages) {
           const d = { body: m.Body ?? '', id: m.MessageId ?? String(Math.random()), receiveCount: 1 };
           queue.splice(deliveryRng.int(queue.length + 1), 0, d);
@@ -517,7 +575,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       report.finalEntries += truth.entries.size;
       if (listing.has(base + LOCK_KEY)) report.leftovers.push(`${base + LOCK_KEY} still held`);
       // No half-written shard set: no publish intent left, and every partition file is one the manifest lists.
-      for (const key of listing.keys()) if (key.startsWith(`${base}_control/datastore-indexer/publishing/`)) report.leftovers.push(`${key}: a publish intent left behind`);
+      for (const key of listing.keys())
+        if (key.startsWith(`${base}_control/datastore-indexer/publishing/`)) report.leftovers.push(`${key}: a publish intent left behind`);
       // (A dual-write partition file the manifest no longer lists is harmless: the monolith is the truth there.)
       if (layout === 'shard-first') {
         const metaObj = await direct.get(base + SHARD_META_KEY);
@@ -536,7 +595,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           const part = await direct.get(`${base}_index/${p}.json`);
           const got = part ? Object.keys((JSON.parse(part.body.toString('utf8')) as { entries?: object }).entries ?? {}).sort() : [];
           const want = [...truth.entries.keys()].filter((rel) => partitionOf(rel) === p).sort();
-          if (JSON.stringify(got) !== JSON.stringify(want)) report.finalMismatch.push(`${root}: partition ${p} mirrors ${got.length} entries, the monolith has ${want.length}`);
+          if (JSON.stringify(got) !== JSON.stringify(want))
+            report.finalMismatch.push(`${root}: partition ${p} mirrors ${got.length} entries, the monolith has ${want.length}`);
         }
       }
     }
@@ -545,7 +605,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const e = truth.entries.get(p.rel);
       if (!e) continue; // already counted as a mismatch
       for (const field of ['sha256', 'localMtime', 'simTag'] as const) {
-        if (e[field] !== p.entry[field] && e.size === p.entry.size) report.lostFields.push(`${p.root}/${p.rel}: ${field} ${JSON.stringify(e[field])}, the client wrote ${JSON.stringify(p.entry[field])}`);
+        if (e[field] !== p.entry[field] && e.size === p.entry.size)
+          report.lostFields.push(
+            `${p.root}/${p.rel}: ${field} ${JSON.stringify(e[field])}, the client wrote ${JSON.stringify(p.entry[field])}`,
+          );
       }
     }
     report.pushes = stats.pushes;
@@ -556,7 +619,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // A wait that ended after a kill and began at most one indexer lock ttl (10 s) after it: what a killed indexer costs clients.
     report.maxLockWaitAfterKillMs = Math.max(
       0,
-      ...stats.lockWaitsMs.filter((ms, i) => killTimes.some((t) => t <= stats.lockWaitStarts[i] + ms && stats.lockWaitStarts[i] <= t + 10_000)),
+      ...stats.lockWaitsMs.filter((ms, i) =>
+        killTimes.some((t) => t <= stats.lockWaitStarts[i] + ms && stats.lockWaitStarts[i] <= t + 10_000),
+      ),
     );
     report.lockTimeouts = stats.lockTimeouts;
     report.clientErrors = stats.errors;
@@ -623,7 +688,16 @@ export async function runCrashPoints(log: (line: string) => void = () => undefin
         const base = `${root}/`;
         if (layout === 'dual-write') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 1, partitions: [] }));
         if (layout === 'shard-first') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
-        const stats: ClientStats = { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+        const stats: ClientStats = {
+          pushes: 0,
+          uploads: 0,
+          deletes: 0,
+          lockWaitsMs: [],
+          lockWaitStarts: [],
+          lockTimeouts: 0,
+          oobOps: 0,
+          errors: [],
+        };
         const client = new SwampClient(direct, root, layout, `c-${step}`, seededRng(rng.int(2 ** 31)), stats, new Map());
         await client.push();
         await client.push();
@@ -632,10 +706,14 @@ export async function runCrashPoints(log: (line: string) => void = () => undefin
         await direct.put(`${base}files/oob file.txt`, 'y');
         const proxy = await startFaultProxy(moto.endpoint, rng, NO_FAULTS);
         let killed = false;
-        const child = spawn(process.execPath, [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style'], {
-          env: { ...process.env },
-          stdio: 'ignore',
-        });
+        const child = spawn(
+          process.execPath,
+          [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', proxy.endpoint, '--force-path-style'],
+          {
+            env: { ...process.env },
+            stdio: 'ignore',
+          },
+        );
         proxy.onAnswered = (r) => {
           if (stepOf(r) === step && !killed) {
             killed = true;
@@ -646,7 +724,11 @@ export async function runCrashPoints(log: (line: string) => void = () => undefin
         await proxy.close();
         await client.push();
         const clientWaitMs = stats.lockWaitsMs[stats.lockWaitsMs.length - 1] ?? -1;
-        const next = spawn(process.execPath, [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', moto.endpoint, '--force-path-style'], { env: { ...process.env }, stdio: 'ignore' });
+        const next = spawn(
+          process.execPath,
+          [CLI, 'repair', '--bucket', direct.bucket, '--prefix', root, '--endpoint', moto.endpoint, '--force-path-style'],
+          { env: { ...process.env }, stdio: 'ignore' },
+        );
         const nextExit = await new Promise<number | null>((r) => next.once('exit', (c) => r(c)));
         const detail: string[] = [];
         const truth = await readTruth(direct, base, layout);
@@ -663,7 +745,9 @@ export async function runCrashPoints(log: (line: string) => void = () => undefin
         for (const [rel, size] of listed) if (truth.entries.get(rel)?.size !== size) detail.push(`${rel}: not indexed at ${size} B`);
         for (const rel of truth.entries.keys()) if (!listed.has(rel)) detail.push(`${rel}: indexed, not in S3`);
         rows.push({ layout, step, killed, clientWaitMs, nextExit, healed: detail.length === 0 && nextExit === 0, detail });
-        log(`${layout} ${step}: killed ${killed}, client waited ${(clientWaitMs / 1000).toFixed(1)} s, next run exit ${nextExit}, ${detail.length ? detail.join('; ') : 'healed'}`);
+        log(
+          `${layout} ${step}: killed ${killed}, client waited ${(clientWaitMs / 1000).toFixed(1)} s, next run exit ${nextExit}, ${detail.length ? detail.join('; ') : 'healed'}`,
+        );
       }
     }
     return rows;

@@ -6,7 +6,7 @@
  * Plus an out-of-band writer that puts, overwrites and deletes odd names without touching any index.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, S3Store, partitionOf } from '../../lambda/lib/internal';
+import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, type S3Store, partitionOf } from '../../lambda/lib/internal';
 import type { Rng } from './rng';
 
 export type ChaosLayout = 'monolith' | 'dual-write' | 'shard-first';
@@ -50,7 +50,11 @@ const CLIENT_TTL_MS = 30_000;
 const LOCK_GIVE_UP_MS = 60_000;
 
 /** The truth clients read for a root: entries by relative key (undefined when a part is missing or unreadable). */
-export async function readTruth(store: S3Store, base: string, layout: ChaosLayout): Promise<{ entries: Map<string, ClientEntry>; problem?: string }> {
+export async function readTruth(
+  store: S3Store,
+  base: string,
+  layout: ChaosLayout,
+): Promise<{ entries: Map<string, ClientEntry>; problem?: string }> {
   const entries = new Map<string, ClientEntry>();
   if (layout !== 'shard-first') {
     const got = await store.get(base + INDEX_KEY);
@@ -121,7 +125,14 @@ export class SwampClient {
     const started = Date.now();
     const key = this.base + LOCK_KEY;
     for (;;) {
-      const body = JSON.stringify({ holder: `swamp-sim-${this.id}`, hostname: 'chaos', pid: process.pid, acquiredAt: new Date().toISOString(), ttlMs: CLIENT_TTL_MS, nonce });
+      const body = JSON.stringify({
+        holder: `swamp-sim-${this.id}`,
+        hostname: 'chaos',
+        pid: process.pid,
+        acquiredAt: new Date().toISOString(),
+        ttlMs: CLIENT_TTL_MS,
+        nonce,
+      });
       const put = await this.store.put(key, body, { ifNoneMatch: '*' });
       if (put.status === 'written') return Date.now() - started;
       const current = await this.store.get(key);
@@ -230,7 +241,11 @@ export class SwampClient {
       byPartition.get(p)![rel] = entry;
     }
     if (this.layout !== 'shard-first') {
-      const index = { version: 1, lastPulled: new Date().toISOString(), entries: Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : 1))) };
+      const index = {
+        version: 1,
+        lastPulled: new Date().toISOString(),
+        entries: Object.fromEntries([...entries].sort(([a], [b]) => (a < b ? -1 : 1))),
+      };
       await this.store.put(this.base + INDEX_KEY, JSON.stringify(index, null, 2));
     }
     if (this.layout === 'monolith') return;

@@ -22,35 +22,38 @@ function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel
     else if (a === '--json') out.json = v();
     else throw new Error(`unknown flag ${a}`);
   }
-  if (out.seeds.some((s) => !Number.isInteger(s)) || !(out.seconds > 0)) throw new Error('--seed/--seeds take whole numbers, --seconds a positive number');
+  if (out.seeds.some((s) => !Number.isInteger(s)) || !(out.seconds > 0))
+    throw new Error('--seed/--seeds take whole numbers, --seconds a positive number');
   return out;
 }
 
 function row(r: ChaosReport): string {
   const faults = Object.values(r.faults).reduce((a, b) => a + b, 0);
   const kills = Object.values(r.kills).reduce((a, b) => a + b, 0);
-  return [
-    r.seed,
-    r.ok ? 'ok' : 'FAIL',
-    r.pushes,
-    r.uploads + r.clientDeletes,
-    r.oobOps,
-    r.repairRuns,
-    r.lambdaBatches,
-    r.itemFailures,
-    r.indexerRequests,
-    `${r.faults.slowdown}/${r.faults.reset}/${r.faults['drop-answer']}/${r.faults.delay}`,
-    kills,
-    r.entriesChecked,
-    r.finalEntries,
-    r.vanished.length,
-    r.lostFields.length,
-    r.finalMismatch.length,
-    r.lockTimeouts,
-    (r.maxLockWaitMs / 1000).toFixed(1),
-    (r.maxLockWaitAfterKillMs / 1000).toFixed(1),
-    (r.drainMs / 1000).toFixed(1),
-  ].join(' | ') + (faults >= 0 ? '' : '');
+  return (
+    [
+      r.seed,
+      r.ok ? 'ok' : 'FAIL',
+      r.pushes,
+      r.uploads + r.clientDeletes,
+      r.oobOps,
+      r.repairRuns,
+      r.lambdaBatches,
+      r.itemFailures,
+      r.indexerRequests,
+      `${r.faults.slowdown}/${r.faults.reset}/${r.faults['drop-answer']}/${r.faults.delay}`,
+      kills,
+      r.entriesChecked,
+      r.finalEntries,
+      r.vanished.length,
+      r.lostFields.length,
+      r.finalMismatch.length,
+      r.lockTimeouts,
+      (r.maxLockWaitMs / 1000).toFixed(1),
+      (r.maxLockWaitAfterKillMs / 1000).toFixed(1),
+      (r.drainMs / 1000).toFixed(1),
+    ].join(' | ') + (faults >= 0 ? '' : '')
+  );
 }
 
 const HEADER =
@@ -61,10 +64,14 @@ async function crashPoints(): Promise<void> {
   console.log('| layout | killed right after | killed | client lock wait s | next run exit | next run finished the work |');
   console.log('| --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
-    console.log(`| ${r.layout} | ${r.step} | ${r.killed ? 'yes' : 'step not reached'} | ${(r.clientWaitMs / 1000).toFixed(1)} | ${r.nextExit} | ${r.healed ? 'yes' : `NO: ${r.detail.join('; ')}`} |`);
+    console.log(
+      `| ${r.layout} | ${r.step} | ${r.killed ? 'yes' : 'step not reached'} | ${(r.clientWaitMs / 1000).toFixed(1)} | ${r.nextExit} | ${r.healed ? 'yes' : `NO: ${r.detail.join('; ')}`} |`,
+    );
   }
   const worst = Math.max(0, ...rows.filter((r) => r.killed).map((r) => r.clientWaitMs));
-  console.log(`\nworst client lock wait after a kill: ${(worst / 1000).toFixed(1)} s; next run finished the work in ${rows.filter((r) => r.healed).length} of ${rows.length}`);
+  console.log(
+    `\nworst client lock wait after a kill: ${(worst / 1000).toFixed(1)} s; next run finished the work in ${rows.filter((r) => r.healed).length} of ${rows.length}`,
+  );
   if (rows.some((r) => !r.healed)) process.exitCode = 1;
 }
 
@@ -74,10 +81,20 @@ async function main(): Promise<void> {
   const reports: ChaosReport[] = [];
   const queue = [...args.seeds];
   console.log(`| ${HEADER} |`);
-  console.log(`|${HEADER.split('|').map(() => ' --- ').join('|')}|`);
+  console.log(
+    `|${HEADER.split('|')
+      .map(() => ' --- ')
+      .join('|')}|`,
+  );
   const runOne = async (): Promise<void> => {
     for (let seed = queue.shift(); seed !== undefined; seed = queue.shift()) {
-      const options: ChaosOptions = { seed, seconds: args.seconds, faults: args.faults, kills: args.kills, log: (l) => console.error(`[seed ${seed}] ${l}`) };
+      const options: ChaosOptions = {
+        seed,
+        seconds: args.seconds,
+        faults: args.faults,
+        kills: args.kills,
+        log: (l) => console.error(`[seed ${seed}] ${l}`),
+      };
       let report: ChaosReport;
       try {
         report = await runChaos(options);
@@ -92,7 +109,14 @@ async function main(): Promise<void> {
       if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
       if (!report.ok) {
         process.exitCode = 1;
-        const problems = [...report.vanished, ...report.lostFields, ...report.finalMismatch, ...report.leftovers, ...report.crashesWithoutMessage, ...report.clientErrors];
+        const problems = [
+          ...report.vanished,
+          ...report.lostFields,
+          ...report.finalMismatch,
+          ...report.leftovers,
+          ...report.crashesWithoutMessage,
+          ...report.clientErrors,
+        ];
         if (report.lockTimeouts) problems.push(`${report.lockTimeouts} client lock timeouts`);
         console.error(`seed ${seed} FAILED:\n  ${problems.slice(0, 30).join('\n  ')}\n  replay: ${replayCommand(options)}`);
       }

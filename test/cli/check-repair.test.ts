@@ -70,7 +70,12 @@ describe('datastore-indexer check and repair', () => {
           refused: 0,
           pending: null,
           held: null,
-          keys: { missing: [missing[0]], stale: [stale[0]], resized: [{ key: resized.key, indexSize: resized.size + 7, objectSize: resized.size }], refused: [] },
+          keys: {
+            missing: [missing[0]],
+            stale: [stale[0]],
+            resized: [{ key: resized.key, indexSize: resized.size + 7, objectSize: resized.size }],
+            refused: [],
+          },
         },
       ],
       seconds: expect.any(Number),
@@ -173,8 +178,12 @@ describe('datastore-indexer check and repair', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(run.stderr.trimEnd().split('\n')).toEqual([
-      expect.stringMatching(/^datastore-indexer: waiting for the datastore lock of s3:\/\/\S+\/swamp, held by swamp-cli on laptop\.local pid 4242/),
-      expect.stringMatching(/^datastore-indexer: The datastore lock swamp\/\.datastore\.lock is held by swamp-cli .* and was still held after 1 s\. Another writer is busy/),
+      expect.stringMatching(
+        /^datastore-indexer: waiting for the datastore lock of s3:\/\/\S+\/swamp, held by swamp-cli on laptop\.local pid 4242/,
+      ),
+      expect.stringMatching(
+        /^datastore-indexer: The datastore lock swamp\/\.datastore\.lock is held by swamp-cli .* and was still held after 1 s\. Another writer is busy/,
+      ),
     ]);
     expect(await readIndex(store, seeded.indexKey())).toBeUndefined();
   });

@@ -17,8 +17,16 @@ function expectOneLineError(run: { code: number | null; stdout: string; stderr: 
 
 describe('datastore-indexer errors', () => {
   test.each([
-    ['not JSON', '{bucket: b}', /^datastore-indexer: The datastore config is not valid JSON \(.+\)\. Example: \{"bucket":"my-bucket","prefix":"swamp"\}\n$/],
-    ['an unknown key', '{"bucket":"b","bukket":"c"}', /^datastore-indexer: Unknown datastore config key "bukket"\. Allowed keys: bucket, prefix, region, endpoint, forcePathStyle\n$/],
+    [
+      'not JSON',
+      '{bucket: b}',
+      /^datastore-indexer: The datastore config is not valid JSON \(.+\)\. Example: \{"bucket":"my-bucket","prefix":"swamp"\}\n$/,
+    ],
+    [
+      'an unknown key',
+      '{"bucket":"b","bukket":"c"}',
+      /^datastore-indexer: Unknown datastore config key "bukket"\. Allowed keys: bucket, prefix, region, endpoint, forcePathStyle\n$/,
+    ],
     ['no bucket', '{"prefix":"swamp"}', /^datastore-indexer: The datastore config needs a "bucket"\. Pass --bucket or --config/],
     ['not an object', '["b"]', /^datastore-indexer: The datastore config must be a JSON object/],
   ])('a --config that is %s is one clear line, exit 1', async (_, config, message) => {
@@ -33,10 +41,7 @@ describe('datastore-indexer errors', () => {
   test('a bucket that does not exist is one clear line, exit 1 (check too: 1 is an error, 2 is drift)', async () => {
     const config = datastoreConfig(uniqueBucketName('no-such'), 'swamp');
     const message = /^datastore-indexer: Bucket "no-such-[^"]+" does not exist\. Check the bucket name, region and endpoint\n$/;
-    const runs = await Promise.all([
-      runCli(['hydrate', '--config', config, '--cache', tempDir()]),
-      runCli(['check', '--config', config]),
-    ]);
+    const runs = await Promise.all([runCli(['hydrate', '--config', config, '--cache', tempDir()]), runCli(['check', '--config', config])]);
     for (const run of runs) expectOneLineError(run, message);
   });
 
@@ -45,7 +50,11 @@ describe('datastore-indexer errors', () => {
     const run = await runCli(['repair', '--config', datastoreConfig(bucket, 'swamp'), '--json']);
     expectOneLineError(run, /^datastore-indexer: Bucket "no-such-[^"]+" does not exist\./, { name: 'BucketNotFoundError' });
     expect(JSON.parse(run.stdout)).toEqual({
-      error: { name: 'BucketNotFoundError', message: `Bucket "${bucket}" does not exist`, hint: 'Check the bucket name, region and endpoint' },
+      error: {
+        name: 'BucketNotFoundError',
+        message: `Bucket "${bucket}" does not exist`,
+        hint: 'Check the bucket name, region and endpoint',
+      },
     });
   });
 
@@ -69,15 +78,24 @@ describe('datastore-indexer errors', () => {
 
     test('says none were found and so none were sent, not that S3 rejected them', async () => {
       const run = await runCli(['check', '--config', config()], noCredentials());
-      expectOneLineError(run, /^datastore-indexer: No AWS credentials were found, so nothing was sent to S3 for ListBucket on s3:\/\/any-bucket-name\/swamp\/\. Set AWS_PROFILE/);
+      expectOneLineError(
+        run,
+        /^datastore-indexer: No AWS credentials were found, so nothing was sent to S3 for ListBucket on s3:\/\/any-bucket-name\/swamp\/\. Set AWS_PROFILE/,
+      );
       expect(run.stderr).not.toMatch(/rejected/);
     });
 
-    test('an unknown AWS_PROFILE is named, and DATASTORE_INDEXER_DEBUG=1 shows the SDK\'s own cause', async () => {
+    test("an unknown AWS_PROFILE is named, and DATASTORE_INDEXER_DEBUG=1 shows the SDK's own cause", async () => {
       const plain = await runCli(['check', '--config', config()], noCredentials({ AWS_PROFILE: 'no-such-profile' }));
-      expectOneLineError(plain, /^datastore-indexer: No AWS credentials were found for profile "no-such-profile" \(AWS_PROFILE\).*Check that profile "no-such-profile" is in ~\/\.aws\/config/);
+      expectOneLineError(
+        plain,
+        /^datastore-indexer: No AWS credentials were found for profile "no-such-profile" \(AWS_PROFILE\).*Check that profile "no-such-profile" is in ~\/\.aws\/config/,
+      );
 
-      const debug = await runCli(['check', '--config', config()], noCredentials({ AWS_PROFILE: 'no-such-profile', DATASTORE_INDEXER_DEBUG: '1' }));
+      const debug = await runCli(
+        ['check', '--config', config()],
+        noCredentials({ AWS_PROFILE: 'no-such-profile', DATASTORE_INDEXER_DEBUG: '1' }),
+      );
       expect(debug.code).toBe(1);
       expect(debug.stderr).toMatch(/^CredentialsError: No AWS credentials were found/m);
       expect(debug.stderr).toMatch(/^ {2}Caused by: CredentialsProviderError: /m);
@@ -86,7 +104,9 @@ describe('datastore-indexer errors', () => {
 
   test('a malformed --region is a ConfigError before any request, not "retry later"', async () => {
     const run = await runCli(['check', '--config', datastoreConfig('any-bucket-name', 'swamp'), '--region', 'eu west 1', '--json']);
-    expectOneLineError(run, /^datastore-indexer: Datastore config "region" must be a region name such as eu-west-1 .*got "eu west 1"/, { name: 'ConfigError' });
+    expectOneLineError(run, /^datastore-indexer: Datastore config "region" must be a region name such as eu-west-1 .*got "eu west 1"/, {
+      name: 'ConfigError',
+    });
     expect(run.stderr).not.toMatch(/retry later/i);
   });
 
@@ -94,21 +114,42 @@ describe('datastore-indexer errors', () => {
     const store = await testStore({ bucketPrefix: 'cli-no-ns' });
     await seedDatastore(store, { prefix: 'swamp', objects: 2, namespaces: ['team-b'] });
     const run = await runCli(['repair', '--config', datastoreConfig(store.bucket, 'swamp'), '--namespace', 'team-c']);
-    expectOneLineError(run, /^datastore-indexer: No namespace "team-c" in s3:\/\/\S+\/swamp\. A namespace is a top-level folder holding \.namespace\.json/);
+    expectOneLineError(
+      run,
+      /^datastore-indexer: No namespace "team-c" in s3:\/\/\S+\/swamp\. A namespace is a top-level folder holding \.namespace\.json/,
+    );
   });
 
   test('bad flags are one clear line, exit 1', async () => {
     const config = datastoreConfig('any-bucket-name', 'swamp');
-    expectOneLineError(await runCli(['hydrate', '--config', config]), /^datastore-indexer: required option '--cache <dir>' not specified$/m);
-    expectOneLineError(await runCli(['hydrate', '--config', config, '--cache', tempDir(), '--concurrency', '0']), /'--concurrency <n>' argument '0' is invalid\. Expected a whole number from 1 to 256\./);
-    expectOneLineError(await runCli(['repair', '--config', config, '--lock-wait', 'soon']), /'--lock-wait <seconds>' argument 'soon' is invalid/);
+    expectOneLineError(
+      await runCli(['hydrate', '--config', config]),
+      /^datastore-indexer: required option '--cache <dir>' not specified$/m,
+    );
+    expectOneLineError(
+      await runCli(['hydrate', '--config', config, '--cache', tempDir(), '--concurrency', '0']),
+      /'--concurrency <n>' argument '0' is invalid\. Expected a whole number from 1 to 256\./,
+    );
+    expectOneLineError(
+      await runCli(['repair', '--config', config, '--lock-wait', 'soon']),
+      /'--lock-wait <seconds>' argument 'soon' is invalid/,
+    );
     expectOneLineError(await runCli(['check', '--config', config, '--frob']), /^datastore-indexer: unknown option '--frob'/);
     expectOneLineError(await runCli(['chek']), /^datastore-indexer: unknown command 'chek' \(Did you mean check\?\)$/m);
   });
 });
 
 describe('datastore-indexer --help', () => {
-  const common = ['--config <json>', '--bucket <name>', '--prefix <prefix>', '--region <region>', '--endpoint <url>', '--force-path-style', '--namespace <ns>', '--json'];
+  const common = [
+    '--config <json>',
+    '--bucket <name>',
+    '--prefix <prefix>',
+    '--region <region>',
+    '--endpoint <url>',
+    '--force-path-style',
+    '--namespace <ns>',
+    '--json',
+  ];
 
   test.each([
     ['hydrate', [...common, '--cache <dir>', '--concurrency <n>', '--lock-wait <seconds>', 'refused']],

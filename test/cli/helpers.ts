@@ -80,7 +80,8 @@ function snapshotBundle(): string {
     const before = statSync(CLI);
     copyFileSync(CLI, target);
     const after = statSync(CLI);
-    if (before.mtimeMs === after.mtimeMs && before.size === after.size && statSync(target).size === after.size && after.size > 0) return target;
+    if (before.mtimeMs === after.mtimeMs && before.size === after.size && statSync(target).size === after.size && after.size > 0)
+      return target;
     sleepSync(250);
   }
   throw new Error(`${CLI} kept changing while it was copied`);
@@ -97,7 +98,11 @@ export interface CliRun {
 /** Starts the command; the caller may kill it. stdout and stderr are pipes (not a TTY, so no progress bar). */
 export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<CliRun> } {
   if (!snapshot) throw new Error('call ensureBuiltCli() in beforeAll first');
-  const child = spawn(process.execPath, [snapshot, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [snapshot, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -120,7 +125,8 @@ export function datastoreConfig(bucket: string, prefix?: string): string {
 }
 
 const tempDirs: string[] = [];
-if (typeof afterAll === 'function') afterAll(() => {
+if (typeof afterAll === 'function')
+  afterAll(() => {
     for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
   });
 

@@ -110,7 +110,9 @@ describe('datastore-indexer hydrate', () => {
     });
     expect(nsReport.indexes).toHaveLength(1);
     // files under <cache>/ns1/, as current clients keep a namespace's files
-    expect(asComparable(cachedObjects(nsCache))).toEqual(asComparable(new Map([...seeded.objects.get('ns1')!].map(([k, v]) => [`ns1/${k}`, v]))));
+    expect(asComparable(cachedObjects(nsCache))).toEqual(
+      asComparable(new Map([...seeded.objects.get('ns1')!].map(([k, v]) => [`ns1/${k}`, v]))),
+    );
   });
 
   test('refuses keys that would land outside the cache, reports them, downloads the rest (exit 0)', async () => {
@@ -189,7 +191,7 @@ describe('datastore-indexer hydrate', () => {
     // AND every file at its final name is whole: an unfinished download is only ever a part file
     const tree = readTree(cache);
     const parts = [...tree.keys()].filter((rel) => rel.endsWith('.datastore-indexer.part'));
-    parts.forEach((rel) => tree.delete(rel));
+    for (const rel of parts) tree.delete(rel);
     expect(asComparable(tree)).toEqual(asComparable(new Map([...tree.keys()].map((rel) => [rel, bodies[rel]]))));
 
     // THEN the next run pulls exactly the rest

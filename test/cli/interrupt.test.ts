@@ -12,10 +12,13 @@ async function stallingProxy(): Promise<{ endpoint: string; indexWrite: Promise<
   const indexWrite = new Promise<void>((r) => (seen = r));
   const server = createServer((req, res) => {
     const forward = () => {
-      const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const out = httpRequest(
+        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       req.pipe(out);
     };
     if (req.method === 'PUT' && (req.url ?? '').includes('.datastore-index.json')) {
@@ -26,10 +29,20 @@ async function stallingProxy(): Promise<{ endpoint: string; indexWrite: Promise<
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
-  return { endpoint: `http://127.0.0.1:${port}`, indexWrite, close: () => (server.closeAllConnections(), server.close()) };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    indexWrite,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }
 
-it.each([['SIGTERM', 143], ['SIGINT', 130]] as const)('%s while the lock is held: the lock is released, then exit %i', async (signal, code) => {
+it.each([
+  ['SIGTERM', 143],
+  ['SIGINT', 130],
+] as const)('%s while the lock is held: the lock is released, then exit %i', async (signal, code) => {
   const store = await testStore();
   await putObjects(store, { 'swamp/logs/a.log': 'aaa' });
   const proxy = await stallingProxy();

@@ -2,7 +2,18 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { indexEntry, shardMeta } from '../helpers/factories';
-import { listKeys, putIndex, putObject, putObjects, putShardLayout, readIndex, readJson, snapshotBucket, summarize, testStore } from '../helpers/s3';
+import {
+  listKeys,
+  putIndex,
+  putObject,
+  putObjects,
+  putShardLayout,
+  readIndex,
+  readJson,
+  snapshotBucket,
+  summarize,
+  testStore,
+} from '../helpers/s3';
 import { datastoreConfig, ensureBuiltCli, runCli } from './helpers';
 
 beforeAll(ensureBuiltCli, 120_000);
@@ -30,7 +41,14 @@ describe('datastore-indexer on each layout', () => {
 
     const check = await runCli(['check', '--config', config, '--json']);
     expect(check.code).toBe(2);
-    expect(JSON.parse(check.stdout).indexes[0]).toMatchObject({ layout: 'dual-write', state: 'valid', missing: 1, stale: 0, refused: 0, pending: null });
+    expect(JSON.parse(check.stdout).indexes[0]).toMatchObject({
+      layout: 'dual-write',
+      state: 'valid',
+      missing: 1,
+      stale: 0,
+      refused: 0,
+      pending: null,
+    });
 
     const repair = await runCli(['repair', '--config', config]);
     expect(repair.stderr).toBe('');
@@ -61,15 +79,31 @@ describe('datastore-indexer on each layout', () => {
 
     const repair = await runCli(['repair', '--config', config, '--json']);
     expect(repair.code).toBe(0);
-    expect(JSON.parse(repair.stdout).indexes[0]).toMatchObject({ layout: 'shard-first', published: true, added: 1, pending: 'partition files not in the manifest: logs' });
-    expect(await readJson(store, 'sf/_index/_meta.json')).toEqual({ version: 2, partitions: ['data--aws--ec2', 'files', 'logs'], commitSeq: 5 });
+    expect(JSON.parse(repair.stdout).indexes[0]).toMatchObject({
+      layout: 'shard-first',
+      published: true,
+      added: 1,
+      pending: 'partition files not in the manifest: logs',
+    });
+    expect(await readJson(store, 'sf/_index/_meta.json')).toEqual({
+      version: 2,
+      partitions: ['data--aws--ec2', 'files', 'logs'],
+      commitSeq: 5,
+    });
     expect((await runCli(['check', '--config', config])).code).toBe(0);
   });
 
   test('a refused key: check lists it under refused without failing; repair removes it from the index', async () => {
     const store = await testStore({ bucketPrefix: 'cli-refused' });
-    await putObjects(store, Object.fromEntries(Object.entries({ ...OBJECTS, 'data/../../escape.txt': 'evil' }).map(([k, v]) => [`rf/${k}`, v])));
-    await putIndex(store, 'rf/.datastore-index.json', rows(OBJECTS).map((r) => indexEntry(r.key, { size: r.size })));
+    await putObjects(
+      store,
+      Object.fromEntries(Object.entries({ ...OBJECTS, 'data/../../escape.txt': 'evil' }).map(([k, v]) => [`rf/${k}`, v])),
+    );
+    await putIndex(
+      store,
+      'rf/.datastore-index.json',
+      rows(OBJECTS).map((r) => indexEntry(r.key, { size: r.size })),
+    );
     const config = datastoreConfig(store.bucket, 'rf');
 
     const check = await runCli(['check', '--config', config, '--json']);
@@ -77,7 +111,10 @@ describe('datastore-indexer on each layout', () => {
     expect(JSON.parse(check.stdout).indexes[0]).toMatchObject({ drift: false, refused: 1, keys: { refused: ['data/../../escape.txt'] } });
 
     // an index that already holds it is drift, and repair removes it
-    await putIndex(store, 'rf/.datastore-index.json', [...rows(OBJECTS).map((r) => indexEntry(r.key, { size: r.size })), indexEntry('data/../../escape.txt', { size: 4 })]);
+    await putIndex(store, 'rf/.datastore-index.json', [
+      ...rows(OBJECTS).map((r) => indexEntry(r.key, { size: r.size })),
+      indexEntry('data/../../escape.txt', { size: 4 }),
+    ]);
     const drifted = await runCli(['check', '--config', config]);
     expect(drifted.code).toBe(2);
     expect(drifted.stdout).toContain('  stale    data/../../escape.txt\n');
@@ -113,7 +150,9 @@ describe('datastore-indexer creates nothing by mistake', () => {
     await putObject(store, 'swamp/logs/a.log', 'a');
     const run = await runCli(['repair', '--bucket', store.bucket, '--prefix', 'swamp/../swamp', '--config', datastoreConfig(store.bucket)]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^datastore-indexer: Datastore config "prefix" must not hold "\." or "\.\." or empty segments, got "swamp\/\.\.\/swamp"/);
+    expect(run.stderr).toMatch(
+      /^datastore-indexer: Datastore config "prefix" must not hold "\." or "\.\." or empty segments, got "swamp\/\.\.\/swamp"/,
+    );
     expect(await listKeys(store)).toEqual(['swamp/logs/a.log']);
   });
 

@@ -44,7 +44,11 @@ describe('the listing progress', () => {
     progress.listed(20_000, 10_200);
 
     const lines = tty.text().split('\r\x1b[2K');
-    expect(lines).toEqual(['Checking the index of s3://b/swamp…', 'Checking the index of s3://b/swamp… 1,000 objects listed', 'Checking the index of s3://b/swamp… 20,000 objects listed']);
+    expect(lines).toEqual([
+      'Checking the index of s3://b/swamp…',
+      'Checking the index of s3://b/swamp… 1,000 objects listed',
+      'Checking the index of s3://b/swamp… 20,000 objects listed',
+    ]);
     progress.stop();
   });
 

@@ -28,7 +28,14 @@ export interface EventCase {
   readonly expect:
     | { readonly kind: 'unknown'; readonly reason: RegExp }
     | { readonly kind: 'test-event' }
-    | { readonly kind: 'changes'; readonly changes: number; readonly ignored: number; readonly placed?: string; readonly firstKey?: string; readonly firstSize?: number | null };
+    | {
+        readonly kind: 'changes';
+        readonly changes: number;
+        readonly ignored: number;
+        readonly placed?: string;
+        readonly firstKey?: string;
+        readonly firstSize?: number | null;
+      };
 }
 
 /** Configuration: the handler's environment (`parseConfig`) or swamp's --config (`parseDatastoreConfig`); throws ConfigError matching `error`, or passes. */
@@ -92,14 +99,49 @@ export const CASES: readonly CorpusCase[] = [
   { kind: 'index', name: 'a negative size', body: () => index({ 'logs/a': entry('logs/a', -1) }), expect: { ok: false, reason: /size/i } },
   // A whole number however large parses; a heal then corrects it from the listing (resized).
   { kind: 'index', name: 'a huge size (1e300)', body: () => index({ 'logs/a': entry('logs/a', 1e300) }), expect: { ok: true, entries: 1 } },
-  { kind: 'index', name: 'a size as a string', body: () => index({ 'logs/a': entry('logs/a', '12') }), expect: { ok: false, reason: /size/i } },
-  { kind: 'index', name: 'a fractional size', body: () => index({ 'logs/a': entry('logs/a', 1.5) }), expect: { ok: false, reason: /size/i } },
-  { kind: 'index', name: "an entry whose key differs from its name", body: () => index({ 'logs/a': entry('logs/b') }), expect: { ok: false, reason: /key/i } },
-  { kind: 'index', name: 'an entry without a key', body: () => index({ 'logs/a': { size: 1, lastModified: '2026-05-04T15:20:00.000Z' } }), expect: { ok: false, reason: /key/i } },
-  { kind: 'index', name: 'an entry that is not an object', body: () => index({ 'logs/a': 7 }), expect: { ok: false, reason: /entry|object/i } },
-  { kind: 'index', name: 'unknown fields everywhere (kept)', body: () => JSON.stringify({ version: 1, extra: true, entries: { 'logs/a': entry('logs/a', 3, { sha256: 'ab', future: { x: 1 } }) } }), expect: { ok: true, entries: 1 } },
+  {
+    kind: 'index',
+    name: 'a size as a string',
+    body: () => index({ 'logs/a': entry('logs/a', '12') }),
+    expect: { ok: false, reason: /size/i },
+  },
+  {
+    kind: 'index',
+    name: 'a fractional size',
+    body: () => index({ 'logs/a': entry('logs/a', 1.5) }),
+    expect: { ok: false, reason: /size/i },
+  },
+  {
+    kind: 'index',
+    name: 'an entry whose key differs from its name',
+    body: () => index({ 'logs/a': entry('logs/b') }),
+    expect: { ok: false, reason: /key/i },
+  },
+  {
+    kind: 'index',
+    name: 'an entry without a key',
+    body: () => index({ 'logs/a': { size: 1, lastModified: '2026-05-04T15:20:00.000Z' } }),
+    expect: { ok: false, reason: /key/i },
+  },
+  {
+    kind: 'index',
+    name: 'an entry that is not an object',
+    body: () => index({ 'logs/a': 7 }),
+    expect: { ok: false, reason: /entry|object/i },
+  },
+  {
+    kind: 'index',
+    name: 'unknown fields everywhere (kept)',
+    body: () => JSON.stringify({ version: 1, extra: true, entries: { 'logs/a': entry('logs/a', 3, { sha256: 'ab', future: { x: 1 } }) } }),
+    expect: { ok: true, entries: 1 },
+  },
   // Read as unreadable: a heal keeps a copy under _control/ and rebuilds from the listing.
-  { kind: 'index', name: 'a UTF-8 byte order mark', body: () => `\ufeff${index({ 'logs/a': entry('logs/a') })}`, expect: { ok: false, reason: /JSON/i } },
+  {
+    kind: 'index',
+    name: 'a UTF-8 byte order mark',
+    body: () => `\ufeff${index({ 'logs/a': entry('logs/a') })}`,
+    expect: { ok: false, reason: /JSON/i },
+  },
   { kind: 'index', name: HUGE_INDEX, body: hugeIndex, expect: { ok: true, entries: -1 } },
 
   // Keys
@@ -108,7 +150,12 @@ export const CASES: readonly CorpusCase[] = [
   { kind: 'key', name: 'a backslash path with ..', key: 'data\\..\\..\\secret', expect: { refused: true } },
   { kind: 'key', name: 'a NUL', key: 'logs/a\u0000b', expect: { refused: true } },
   { kind: 'key', name: 'a 1,024-byte segment', key: `logs/${'k'.repeat(1024)}`, expect: { refused: true } },
-  { kind: 'key', name: 'a 1,024-byte key of short segments', key: `files/${Array.from({ length: 8 }, () => 'k'.repeat(120)).join('/')}`.padEnd(1024, 'z'), expect: { refused: false, partition: 'files' } },
+  {
+    kind: 'key',
+    name: 'a 1,024-byte key of short segments',
+    key: `files/${Array.from({ length: 8 }, () => 'k'.repeat(120)).join('/')}`.padEnd(1024, 'z'),
+    expect: { refused: false, partition: 'files' },
+  },
   { kind: 'key', name: 'NFC form', key: NFC, expect: { refused: false, partition: 'data--caf\u00e9--1' } },
   { kind: 'key', name: 'NFD form of the same name (another key)', key: NFD, expect: { refused: false, partition: 'data--cafe\u0301--1' } },
   { kind: 'key', name: 'a +', key: 'files/a+b.txt', expect: { refused: false, partition: 'files' } },
@@ -120,37 +167,148 @@ export const CASES: readonly CorpusCase[] = [
   { kind: 'key', name: 'the index itself', key: '.datastore-index.json', expect: { refused: false, internal: true } },
   { kind: 'key', name: 'under _control/', key: '_control/datastore-indexer/x.json', expect: { refused: false, internal: true } },
   { kind: 'key', name: 'a _catalog.db- file', key: 'data/x/_catalog.db-wal', expect: { refused: false, internal: true } },
-  { kind: 'key', name: 'named like the hydrate temporary file', key: 'logs/a.log.datastore-indexer.part', expect: { refused: false, internal: false, partition: 'logs' } },
+  {
+    kind: 'key',
+    name: 'named like the hydrate temporary file',
+    key: 'logs/a.log.datastore-indexer.part',
+    expect: { refused: false, internal: false, partition: 'logs' },
+  },
 
   // Events
   { kind: 'event', name: 'no Records', body: () => JSON.stringify({ hello: 'world' }), expect: { kind: 'unknown', reason: /neither/ } },
-  { kind: 'event', name: "S3's test event", body: () => JSON.stringify({ Service: 'Amazon S3', Event: 's3:TestEvent', Bucket: 'datastore' }), expect: { kind: 'test-event' } },
-  { kind: 'event', name: 'a foreign bucket', body: () => JSON.stringify(s3Event([s3EventRecord({ bucket: 'someone-else', key: 'swamp/logs/a.log' })])), expect: { kind: 'changes', changes: 1, ignored: 0, placed: 'foreign-bucket' } },
-  { kind: 'event', name: 'a missing size', body: () => { const e = s3Event([s3EventRecord({ bucket: 'datastore', key: 'swamp/logs/a.log' })]); delete (e.Records[0].s3.object as { size?: number }).size; return JSON.stringify(e); }, expect: { kind: 'changes', changes: 1, ignored: 0, placed: 'root', firstSize: null } },
-  { kind: 'event', name: 'an unknown EventBridge detail-type', body: () => JSON.stringify({ source: 'aws.s3', 'detail-type': 'Object Restore Completed', detail: { bucket: { name: 'datastore' }, object: { key: 'swamp/logs/a.log' } } }), expect: { kind: 'changes', changes: 0, ignored: 1 } },
+  {
+    kind: 'event',
+    name: "S3's test event",
+    body: () => JSON.stringify({ Service: 'Amazon S3', Event: 's3:TestEvent', Bucket: 'datastore' }),
+    expect: { kind: 'test-event' },
+  },
+  {
+    kind: 'event',
+    name: 'a foreign bucket',
+    body: () => JSON.stringify(s3Event([s3EventRecord({ bucket: 'someone-else', key: 'swamp/logs/a.log' })])),
+    expect: { kind: 'changes', changes: 1, ignored: 0, placed: 'foreign-bucket' },
+  },
+  {
+    kind: 'event',
+    name: 'a missing size',
+    body: () => {
+      const e = s3Event([s3EventRecord({ bucket: 'datastore', key: 'swamp/logs/a.log' })]);
+      delete (e.Records[0].s3.object as { size?: number }).size;
+      return JSON.stringify(e);
+    },
+    expect: { kind: 'changes', changes: 1, ignored: 0, placed: 'root', firstSize: null },
+  },
+  {
+    kind: 'event',
+    name: 'an unknown EventBridge detail-type',
+    body: () =>
+      JSON.stringify({
+        source: 'aws.s3',
+        'detail-type': 'Object Restore Completed',
+        detail: { bucket: { name: 'datastore' }, object: { key: 'swamp/logs/a.log' } },
+      }),
+    expect: { kind: 'changes', changes: 0, ignored: 1 },
+  },
   { kind: 'event', name: 'an SQS body that is not JSON', body: () => 'this is not json', expect: { kind: 'unknown', reason: /not JSON/ } },
-  { kind: 'event', name: 'Records that is not an array', body: () => JSON.stringify({ Records: { 0: {} } }), expect: { kind: 'unknown', reason: /neither/ } },
-  { kind: 'event', name: 'a 256 KB body', body: () => JSON.stringify(s3Event(Array.from({ length: 330 }, (_, i) => s3EventRecord({ bucket: 'datastore', key: `swamp/logs/${'n'.repeat(300)}-${i}.log`, size: i + 1 })))), expect: { kind: 'changes', changes: 330, ignored: 0, placed: 'root' } },
-  { kind: 'event', name: 'a key with a space (arrives as +)', body: () => JSON.stringify(s3Event([s3EventRecord({ bucket: 'datastore', key: 'swamp/logs/my file+x%.log', size: 5 })])), expect: { kind: 'changes', changes: 1, ignored: 0, placed: 'root', firstKey: 'swamp/logs/my file+x%.log', firstSize: 5 } },
-  { kind: 'event', name: 'a record that is not an object', body: () => JSON.stringify({ Records: ['x'] }), expect: { kind: 'changes', changes: 0, ignored: 1 } },
+  {
+    kind: 'event',
+    name: 'Records that is not an array',
+    body: () => JSON.stringify({ Records: { 0: {} } }),
+    expect: { kind: 'unknown', reason: /neither/ },
+  },
+  {
+    kind: 'event',
+    name: 'a 256 KB body',
+    body: () =>
+      JSON.stringify(
+        s3Event(
+          Array.from({ length: 330 }, (_, i) =>
+            s3EventRecord({ bucket: 'datastore', key: `swamp/logs/${'n'.repeat(300)}-${i}.log`, size: i + 1 }),
+          ),
+        ),
+      ),
+    expect: { kind: 'changes', changes: 330, ignored: 0, placed: 'root' },
+  },
+  {
+    kind: 'event',
+    name: 'a key with a space (arrives as +)',
+    body: () => JSON.stringify(s3Event([s3EventRecord({ bucket: 'datastore', key: 'swamp/logs/my file+x%.log', size: 5 })])),
+    expect: { kind: 'changes', changes: 1, ignored: 0, placed: 'root', firstKey: 'swamp/logs/my file+x%.log', firstSize: 5 },
+  },
+  {
+    kind: 'event',
+    name: 'a record that is not an object',
+    body: () => JSON.stringify({ Records: ['x'] }),
+    expect: { kind: 'changes', changes: 0, ignored: 1 },
+  },
 
   // Configuration
   { kind: 'config', name: 'a bucket name with a space', env: { DATASTORE_BUCKET: 'my bucket' }, expect: { error: /not a bucket name/ } },
   { kind: 'config', name: 'a bucket given as s3://', env: { DATASTORE_BUCKET: 's3://b/swamp' }, expect: { error: /not a bucket name/ } },
-  { kind: 'config', name: 'a bad endpoint URL (handler)', env: { DATASTORE_BUCKET: 'b', AWS_ENDPOINT_URL_S3: 'localhost:9000' }, expect: { error: /AWS_ENDPOINT_URL_S3/ } },
-  { kind: 'config', name: 'a bad endpoint URL (--config)', config: { bucket: 'b', endpoint: 'ftp://minio:9000' }, expect: { error: /endpoint/ } },
-  { kind: 'config', name: 'an unknown --config key', config: { bucket: 'b', prefx: 'swamp' }, expect: { error: /Unknown datastore config key "prefx"/ } },
+  {
+    kind: 'config',
+    name: 'a bad endpoint URL (handler)',
+    env: { DATASTORE_BUCKET: 'b', AWS_ENDPOINT_URL_S3: 'localhost:9000' },
+    expect: { error: /AWS_ENDPOINT_URL_S3/ },
+  },
+  {
+    kind: 'config',
+    name: 'a bad endpoint URL (--config)',
+    config: { bucket: 'b', endpoint: 'ftp://minio:9000' },
+    expect: { error: /endpoint/ },
+  },
+  {
+    kind: 'config',
+    name: 'an unknown --config key',
+    config: { bucket: 'b', prefx: 'swamp' },
+    expect: { error: /Unknown datastore config key "prefx"/ },
+  },
   { kind: 'config', name: 'a prefix with ..', config: { bucket: 'b', prefix: 'swamp/../x' }, expect: { error: /prefix/ } },
-  { kind: 'config', name: 'a wildcard in DATASTORE_PREFIXES', env: { DATASTORE_BUCKET: 'b', DATASTORE_PREFIXES: 'swamp*' }, expect: { error: /wildcard/ } },
-  { kind: 'config', name: 'a good --config', config: { bucket: 'b', prefix: 'swamp', forcePathStyle: true, endpoint: 'http://127.0.0.1:9' }, expect: { ok: true } },
+  {
+    kind: 'config',
+    name: 'a wildcard in DATASTORE_PREFIXES',
+    env: { DATASTORE_BUCKET: 'b', DATASTORE_PREFIXES: 'swamp*' },
+    expect: { error: /wildcard/ },
+  },
+  {
+    kind: 'config',
+    name: 'a good --config',
+    config: { bucket: 'b', prefix: 'swamp', forcePathStyle: true, endpoint: 'http://127.0.0.1:9' },
+    expect: { ok: true },
+  },
 
   // Runs of the command (and the library) against moto
   { kind: 'run', name: '--cache under a file', scenario: 'cache-under-file', expect: { code: 1, stderr: /--cache.*file, not a folder/ } },
-  { kind: 'run', name: '--cache under /proc', scenario: 'cache-under-proc', expect: { code: 1, stderr: /Cannot make the cache folder \/proc\/.*ENOENT/ } },
-  { kind: 'run', name: 'a full disk during hydrate', scenario: 'full-disk-hydrate', expect: { code: 1, stderr: /Cannot write .*: no space left on device/, stdout: /Failed to pull/ } },
-  { kind: 'run', name: 'terminal escape sequences in keys (check)', scenario: 'escape-in-check', expect: { code: 2, stdout: /missing {2}"logs\/\\u001b\[31mred\\u001b\[0m\.log"/ } },
-  { kind: 'run', name: "a data key named like the command's temporary file", scenario: 'temp-named-key', expect: { code: 0, stdout: /Pulled 2 files/ } },
+  {
+    kind: 'run',
+    name: '--cache under /proc',
+    scenario: 'cache-under-proc',
+    expect: { code: 1, stderr: /Cannot make the cache folder \/proc\/.*ENOENT/ },
+  },
+  {
+    kind: 'run',
+    name: 'a full disk during hydrate',
+    scenario: 'full-disk-hydrate',
+    expect: { code: 1, stderr: /Cannot write .*: no space left on device/, stdout: /Failed to pull/ },
+  },
+  {
+    kind: 'run',
+    name: 'terminal escape sequences in keys (check)',
+    scenario: 'escape-in-check',
+    expect: { code: 2, stdout: /missing {2}"logs\/\\u001b\[31mred\\u001b\[0m\.log"/ },
+  },
+  {
+    kind: 'run',
+    name: "a data key named like the command's temporary file",
+    scenario: 'temp-named-key',
+    expect: { code: 0, stdout: /Pulled 2 files/ },
+  },
   { kind: 'run', name: 'a store answering 501 on If-Match', scenario: 'no-conditional-writes', expect: { code: 0 } },
   { kind: 'run', name: 'an index holding a key clients refuse', scenario: 'refused-key-in-index', expect: { code: 0, stdout: /refused/ } },
-  { kind: 'run', name: 'an unparseable index (a copy kept)', scenario: 'unparseable-index-kept', expect: { code: 0, stdout: /copy kept at s3:\/\/.*_control\// } },
+  {
+    kind: 'run',
+    name: 'an unparseable index (a copy kept)',
+    scenario: 'unparseable-index-kept',
+    expect: { code: 0, stdout: /copy kept at s3:\/\/.*_control\// },
+  },
 ];

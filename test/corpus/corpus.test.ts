@@ -8,7 +8,18 @@ import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { parseConfig } from '../../lambda/handler/config';
 import { hydrateLine } from '../../bin/cli/format';
-import { ConfigError, type S3Store, healAndHydrate, isInternalKey, parseDatastoreConfig, parseIndex, parseNotification, partitionOf, placeChange, refusedKeyReason } from '../../lambda/lib/internal';
+import {
+  ConfigError,
+  type S3Store,
+  healAndHydrate,
+  isInternalKey,
+  parseDatastoreConfig,
+  parseIndex,
+  parseNotification,
+  partitionOf,
+  placeChange,
+  refusedKeyReason,
+} from '../../lambda/lib/internal';
 import { datastoreConfig, ensureBuiltCli, readTree, runCli, tempDir } from '../cli/helpers';
 import { indexEntry } from '../helpers/factories';
 import { connectStore, listKeys, putIndex, putObject, putObjects, readIndex, readObject, testEndpoint, testStore } from '../helpers/s3';
@@ -48,7 +59,10 @@ describe('events', () => {
     if (message.kind === 'changes' && c.expect.kind === 'changes') {
       expect(message.changes).toHaveLength(c.expect.changes);
       expect(message.ignored).toBe(c.expect.ignored);
-      if (c.expect.placed) expect(message.changes.map((ch) => placeChange(ch, 'datastore', roots).status)).toEqual(message.changes.map(() => c.expect.kind === 'changes' && c.expect.placed));
+      if (c.expect.placed)
+        expect(message.changes.map((ch) => placeChange(ch, 'datastore', roots).status)).toEqual(
+          message.changes.map(() => c.expect.kind === 'changes' && c.expect.placed),
+        );
       if (c.expect.firstKey) expect(message.changes[0].key).toBe(c.expect.firstKey);
       if (c.expect.firstSize !== undefined) expect(message.changes[0].size ?? null).toBe(c.expect.firstSize);
     }
@@ -89,13 +103,21 @@ async function fullDiskAtTheSeam(store: S3Store, cacheDir: string): Promise<{ co
     if (written++ === 0) return real(path, options as never);
     const stream = real(path, options as never);
     stream.write = () => {
-      process.nextTick(() => stream.destroy(Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' })));
+      process.nextTick(() =>
+        stream.destroy(
+          Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28, syscall: 'write' }),
+        ),
+      );
       return false;
     };
     return stream;
   }) as typeof fs.createWriteStream);
   try {
-    const result = await healAndHydrate(connectStore(store.bucket), { bucket: store.bucket, prefix: 'swamp' }, { cacheDir, concurrency: 1 });
+    const result = await healAndHydrate(
+      connectStore(store.bucket),
+      { bucket: store.bucket, prefix: 'swamp' },
+      { cacheDir, concurrency: 1 },
+    );
     expect([...readTree(cacheDir).keys()].filter((n) => n.endsWith('.part'))).toEqual([]);
     return {
       code: result.hydrate.failed.length > 0 ? 1 : 0,
@@ -115,18 +137,29 @@ async function noConditionalWrites(): Promise<{ endpoint: string; close(): void 
     if (conditional && (req.method === 'PUT' || req.method === 'DELETE')) {
       req.resume();
       res.writeHead(501, { 'content-type': 'application/xml' });
-      res.end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>');
+      res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>',
+      );
       return;
     }
-    const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
-    });
+    const out = httpRequest(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      },
+    );
     req.pipe(out);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as { port: number }).port;
-  return { endpoint: `http://127.0.0.1:${port}`, close: () => (server.closeAllConnections(), server.close()) };
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }
 
 describe('runs of the command', () => {
@@ -147,7 +180,10 @@ describe('runs of the command', () => {
       case 'full-disk-hydrate': {
         const dir = join(tempDir(), 'small-disk');
         mkdirSync(dir);
-        await putObjects(store, { 'swamp/files/big-1.bin': Buffer.alloc(48 * 1024, 1), 'swamp/files/big-2.bin': Buffer.alloc(48 * 1024, 2) });
+        await putObjects(store, {
+          'swamp/files/big-1.bin': Buffer.alloc(48 * 1024, 1),
+          'swamp/files/big-2.bin': Buffer.alloc(48 * 1024, 2),
+        });
         if (process.env.DATASTORE_INDEXER_TEST_NO_TMPFS || !mountTmpfs(dir, '64k')) return fullDiskAtTheSeam(store, join(dir, 'cache'));
         try {
           const run = await runCli(['hydrate', '--config', config, '--cache', join(dir, 'cache'), '--concurrency', '1']);
@@ -168,7 +204,10 @@ describe('runs of the command', () => {
           return run;
         });
       case 'temp-named-key': {
-        await putObjects(store, { 'swamp/logs/a.log': 'the data', 'swamp/logs/a.log.datastore-indexer.part': 'also data, not a temporary file' });
+        await putObjects(store, {
+          'swamp/logs/a.log': 'the data',
+          'swamp/logs/a.log.datastore-indexer.part': 'also data, not a temporary file',
+        });
         const cache = tempDir();
         const run = await runCli(['hydrate', '--config', config, '--cache', cache]);
         expect(readFileSync(join(cache, 'logs', 'a.log'), 'utf8')).toBe('the data');
@@ -179,7 +218,11 @@ describe('runs of the command', () => {
         await putObjects(store, { 'swamp/logs/a.log': 'aaa', 'swamp/logs/b.log': 'bb' });
         const proxy = await noConditionalWrites();
         try {
-          const run = await runCli(['repair', '--config', JSON.stringify({ bucket: store.bucket, prefix: 'swamp', endpoint: proxy.endpoint, forcePathStyle: true })]);
+          const run = await runCli([
+            'repair',
+            '--config',
+            JSON.stringify({ bucket: store.bucket, prefix: 'swamp', endpoint: proxy.endpoint, forcePathStyle: true }),
+          ]);
           expect(run.stderr).toMatch(/does not implement conditional writes/);
           const index = await readIndex(store, 'swamp/.datastore-index.json');
           expect([...index!.entries.keys()].sort()).toEqual(['logs/a.log', 'logs/b.log']);
@@ -191,7 +234,10 @@ describe('runs of the command', () => {
       }
       case 'refused-key-in-index': {
         await putObjects(store, { 'swamp/logs/a.log': 'aaa' });
-        await putIndex(store, 'swamp/.datastore-index.json', [indexEntry('logs/a.log', { size: 3, sha256: 'kept' }), indexEntry('../escape', { size: 1 })]);
+        await putIndex(store, 'swamp/.datastore-index.json', [
+          indexEntry('logs/a.log', { size: 3, sha256: 'kept' }),
+          indexEntry('../escape', { size: 1 }),
+        ]);
         const run = await runCli(['repair', '--config', config]);
         const index = await readIndex(store, 'swamp/.datastore-index.json');
         expect([...index!.entries.keys()]).toEqual(['logs/a.log']);

@@ -50,7 +50,7 @@ export interface EventSourceOptions {
   /** `ScalingConfig.MaximumConcurrency`. @default 2 */
   readonly maxConcurrency?: number;
   /** Runs one invocation; a throw fails the whole batch. `slot` is 0 … maxConcurrency-1. */
-  readonly invoke: (event: SQSEvent, slot: number) => Promise<SQSBatchResponse | void>;
+  readonly invoke: (event: SQSEvent, slot: number) => Promise<SQSBatchResponse | undefined>;
   /** ARN put in each record's `eventSourceARN`. */
   readonly queueArn?: string;
 }
@@ -108,7 +108,9 @@ export function startEventSource(options: EventSourceOptions): EventSource {
   let running = 0;
 
   const receive = async (max: number, wait: number): Promise<Message[]> => {
-    const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: wait, AttributeNames: ['All'] }));
+    const out = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: max, WaitTimeSeconds: wait, AttributeNames: ['All'] }),
+    );
     return out.Messages ?? [];
   };
 
@@ -149,9 +151,14 @@ export function startEventSource(options: EventSourceOptions): EventSource {
     const chunks = Array.from({ length: Math.ceil(done.length / 10) }, (_, i) => done.slice(i * 10, i * 10 + 10));
     for (let i = 0; i < chunks.length; i += POLLERS) {
       await Promise.all(
-        chunks
-          .slice(i, i + POLLERS)
-          .map((chunk) => sqs.send(new DeleteMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })) }))),
+        chunks.slice(i, i + POLLERS).map((chunk) =>
+          sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: queueUrl,
+              Entries: chunk.map((m, j) => ({ Id: String(j), ReceiptHandle: m.ReceiptHandle })),
+            }),
+          ),
+        ),
       );
     }
   };

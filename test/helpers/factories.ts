@@ -141,7 +141,10 @@ export function s3EventRecord(options: S3EventRecordOptions): S3EventRecord {
     eventName: options.eventName ?? (kind === 'created' ? 'ObjectCreated:Put' : 'ObjectRemoved:Delete'),
     userIdentity: { principalId: 'AWS:EXAMPLE' },
     requestParameters: { sourceIPAddress: '127.0.0.1' },
-    responseElements: { 'x-amz-request-id': 'C3D13FE58DE4C810', 'x-amz-id-2': 'FMyUVURIY8/IgAtTv8xRjskZQpcIZ9KG4V5Wp6S7S/JRWeUWerMUE5JgHvANOjpD' },
+    responseElements: {
+      'x-amz-request-id': 'C3D13FE58DE4C810',
+      'x-amz-id-2': 'FMyUVURIY8/IgAtTv8xRjskZQpcIZ9KG4V5Wp6S7S/JRWeUWerMUE5JgHvANOjpD',
+    },
     s3: {
       s3SchemaVersion: '1.0',
       configurationId: 'datastore-indexer',

@@ -186,7 +186,11 @@ export interface Invocation<T> {
 }
 
 /** Invokes the handler, capturing its output; rethrows its error with the lines attached. */
-export async function invoke<T = unknown>(lambda: LambdaModule, event: unknown, context: Context = lambdaContext()): Promise<Invocation<T>> {
+export async function invoke<T = unknown>(
+  lambda: LambdaModule,
+  event: unknown,
+  context: Context = lambdaContext(),
+): Promise<Invocation<T>> {
   const capture = startCapture();
   const started = Date.now();
   let result: T;
@@ -290,7 +294,8 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
 // ---------------------------------------------------------------------------------------------
 
 const sqsClients = new Set<SQSClient>();
-if (typeof afterAll === 'function') afterAll(() => {
+if (typeof afterAll === 'function')
+  afterAll(() => {
     for (const c of sqsClients) c.destroy();
   });
 
@@ -326,10 +331,14 @@ export async function notifiedBucket(prefix = 'lambda'): Promise<NotifiedBucket>
     }),
   );
   const receiveOnce = async (waitSeconds: number): Promise<Message[]> => {
-    const out = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds, AttributeNames: ['All'] }));
+    const out = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds, AttributeNames: ['All'] }),
+    );
     const messages = out.Messages ?? [];
     if (messages.length) {
-      await sqs.send(new DeleteMessageBatchCommand({ QueueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }));
+      await sqs.send(
+        new DeleteMessageBatchCommand({ QueueUrl, Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })) }),
+      );
     }
     return messages;
   };

@@ -86,7 +86,11 @@ export function connectStore(bucket: string, overrides: Partial<S3ClientConfig> 
 
 /** A bucket name no other test uses: `<prefix>-<time>-<random>`, valid for S3. */
 export function uniqueBucketName(prefix = 'test'): string {
-  const clean = prefix.toLowerCase().replace(/[^a-z0-9-]/g, '-').slice(0, 30) || 'test';
+  const clean =
+    prefix
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '-')
+      .slice(0, 30) || 'test';
   return `${clean}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 }
 
@@ -209,8 +213,10 @@ export async function putIndex(
   entries: Iterable<IndexEntry> | DatastoreIndex,
   extra: Record<string, unknown> = {},
 ): Promise<string> {
-  const isIndex = (v: unknown): v is DatastoreIndex => typeof v === 'object' && v !== null && 'entries' in v && (v as DatastoreIndex).entries instanceof Map;
-  if (isIndex(entries)) return putObject(store, key, indexJson(entries.entries.values(), { ...entries.extra, ...extra }, entries.lastPulled));
+  const isIndex = (v: unknown): v is DatastoreIndex =>
+    typeof v === 'object' && v !== null && 'entries' in v && (v as DatastoreIndex).entries instanceof Map;
+  if (isIndex(entries))
+    return putObject(store, key, indexJson(entries.entries.values(), { ...entries.extra, ...extra }, entries.lastPulled));
   return putObject(store, key, indexJson(entries, extra));
 }
 
@@ -479,7 +485,10 @@ export interface CannedResponse {
  * let n = 0;
  * const store = new S3Store(faultyClient(() => (n++ === 0 ? { status: 503, code: 'SlowDown' } : undefined)), bucket);
  */
-export function faultyClient(fault: (request: OutgoingRequest) => CannedResponse | undefined, overrides: Partial<S3ClientConfig> = {}): S3Client {
+export function faultyClient(
+  fault: (request: OutgoingRequest) => CannedResponse | undefined,
+  overrides: Partial<S3ClientConfig> = {},
+): S3Client {
   const real = testClient();
   type Handler = { handle(request: unknown, options?: unknown): Promise<{ response: unknown }>; destroy?(): void };
   const inner = real.config.requestHandler as unknown as Handler;

@@ -26,6 +26,8 @@ export function removeRunTempDir(): void {
   const left = readdirSync(dir);
   rmSync(dir, { recursive: true, force: true });
   if (left.length > 0) {
-    throw new Error(`The tests left ${left.length} entries in the temporary folder (each test must remove what it makes): ${left.slice(0, 20).join(', ')}`);
+    throw new Error(
+      `The tests left ${left.length} entries in the temporary folder (each test must remove what it makes): ${left.slice(0, 20).join(', ')}`,
+    );
   }
 }

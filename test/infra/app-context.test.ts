@@ -24,10 +24,16 @@ function errorFrom(values: Record<string, unknown>): DatastoreIndexerPropError {
 describe('app context', () => {
   test('one bucket from -c flags: comma-separated prefixes and a schedule', () => {
     // GIVEN / WHEN
-    const [config, ...rest] = readStackConfigs(ctx({ bucketName: 'my-shared-bucket', prefixes: 'swamp,infra', schedule: 'rate(30 minutes)' }));
+    const [config, ...rest] = readStackConfigs(
+      ctx({ bucketName: 'my-shared-bucket', prefixes: 'swamp,infra', schedule: 'rate(30 minutes)' }),
+    );
     // THEN
     expect(rest).toEqual([]);
-    expect(config).toMatchObject({ stackName: 'DatastoreIndexer-my-shared-bucket', bucketName: 'my-shared-bucket', prefixes: ['swamp', 'infra'] });
+    expect(config).toMatchObject({
+      stackName: 'DatastoreIndexer-my-shared-bucket',
+      bucketName: 'my-shared-bucket',
+      prefixes: ['swamp', 'infra'],
+    });
     expect(config.schedule?.expressionString).toBe('rate(30 minutes)');
     expect(config.eventDelivery).toBeUndefined();
   });
@@ -53,7 +59,9 @@ describe('app context', () => {
   });
 
   test('several buckets from a cdk.json array', () => {
-    const configs = readStackConfigs(ctx({ buckets: [{ bucketName: 'a-bucket', prefixes: 'x,y', alarmTopicArn: 'arn:aws:sns:eu-west-1:1:t' }] }));
+    const configs = readStackConfigs(
+      ctx({ buckets: [{ bucketName: 'a-bucket', prefixes: 'x,y', alarmTopicArn: 'arn:aws:sns:eu-west-1:1:t' }] }),
+    );
     expect(configs[0]).toMatchObject({ bucketName: 'a-bucket', prefixes: ['x', 'y'], alarmTopicArn: 'arn:aws:sns:eu-west-1:1:t' });
   });
 

@@ -99,7 +99,10 @@ describe('EventBridge delivery', () => {
   test('an imported bucket is not touched (no notification resource), with a warning to turn EventBridge on', () => {
     const { stack, template } = indexerStack({ prefixes: ['swamp'], eventDelivery: EventDelivery.EVENTBRIDGE });
     template.resourceCountIs('Custom::S3BucketNotifications', 0);
-    Annotations.fromStack(stack).hasWarning('/Test/Indexer/ObjectEvents', Match.stringLikeRegexp('bucket shared-bucket sends events to EventBridge'));
+    Annotations.fromStack(stack).hasWarning(
+      '/Test/Indexer/ObjectEvents',
+      Match.stringLikeRegexp('bucket shared-bucket sends events to EventBridge'),
+    );
   });
 
   test('a bucket the app creates raises no such warning', () => {
@@ -129,7 +132,9 @@ describe("CDK's notifications handler, which the merge relies on", () => {
     const source = readFileSync(path.join(cdkLib, 'custom-resource-handlers/dist/aws-s3/notifications-resource-handler/index.py'), 'utf8');
     // THEN
     expect(source).toMatch(/if managed:\s*\n\s*config = handle_managed/);
-    expect(source).toMatch(/def handle_unmanaged[\s\S]*existing_notifications = s3\.get_bucket_notification_configuration\(Bucket=bucket\)/);
+    expect(source).toMatch(
+      /def handle_unmanaged[\s\S]*existing_notifications = s3\.get_bucket_notification_configuration\(Bucket=bucket\)/,
+    );
     expect(source).toMatch(/notifications\[t\] = external \+ incoming/);
   });
 });

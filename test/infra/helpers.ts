@@ -14,7 +14,8 @@ export const STUB_ENTRY = path.join(__dirname, 'fixtures', 'handler.ts');
 export const BUCKET_NAME = 'shared-bucket';
 
 const outdirs: string[] = [];
-if (typeof afterAll === 'function') afterAll(() => {
+if (typeof afterAll === 'function')
+  afterAll(() => {
     for (const dir of outdirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 

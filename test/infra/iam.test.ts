@@ -70,10 +70,7 @@ describe('DatastoreIndexer IAM', () => {
           Sid: 'DeleteLocksAndControlKeys',
           Effect: 'Allow',
           Action: 's3:DeleteObject',
-          Resource: [
-            importedArn('/.datastore.lock'),
-            importedArn('/_control/datastore-indexer/*'),
-          ],
+          Resource: [importedArn('/.datastore.lock'), importedArn('/_control/datastore-indexer/*')],
         },
       ],
     });
@@ -81,7 +78,9 @@ describe('DatastoreIndexer IAM', () => {
 
   test('no delete pattern matches a data key or a client control record: IAM `*` crosses `/`', () => {
     const { template } = indexerStack({ prefixes: ['swamp'] });
-    const document = propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument as { Statement: { Sid: string; Resource: unknown }[] };
+    const document = propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument as {
+      Statement: { Sid: string; Resource: unknown }[];
+    };
     const statement = document.Statement.find((s) => s.Sid === 'DeleteLocksAndControlKeys')!;
     // The object key part of each ARN, as an IAM glob: `*` matches anything, slashes included.
     const patterns = asList(statement.Resource).map((r) => {
@@ -100,7 +99,13 @@ describe('DatastoreIndexer IAM', () => {
       'swamp-other/.datastore.lock',
     ];
     expect(never.filter(deletable)).toEqual([]);
-    expect(['swamp/.datastore.lock', 'swamp/_control/datastore-indexer/unreadable/ns/team/x', 'swamp/_control/datastore-indexer/repair/root/progress.json'].every(deletable)).toBe(true);
+    expect(
+      [
+        'swamp/.datastore.lock',
+        'swamp/_control/datastore-indexer/unreadable/ns/team/x',
+        'swamp/_control/datastore-indexer/repair/root/progress.json',
+      ].every(deletable),
+    ).toBe(true);
   });
 
   test('the function role itself holds only its log group and its queue', () => {
@@ -125,7 +130,10 @@ describe('DatastoreIndexer IAM', () => {
   test('the function waits for its S3 policy before it can be invoked', () => {
     const { template } = indexerStack({ prefixes: ['swamp'] });
     const policy = logicalIdOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess');
-    template.hasResource('AWS::Lambda::Function', { Properties: Match.objectLike({ Handler: 'index.handler' }), DependsOn: Match.arrayWith([policy]) });
+    template.hasResource('AWS::Lambda::Function', {
+      Properties: Match.objectLike({ Handler: 'index.handler' }),
+      DependsOn: Match.arrayWith([policy]),
+    });
   });
 
   test('grants Decrypt and GenerateDataKey through S3 only when the bucket key is given', () => {
@@ -147,10 +155,15 @@ describe('DatastoreIndexer IAM', () => {
   });
 
   test("a bucket created with a KMS key uses that key's ARN", () => {
-    const { template } = indexerStack({ prefixes: ['swamp'] }, (stack) => new Bucket(stack, 'Shared', { encryption: BucketEncryption.KMS }));
+    const { template } = indexerStack(
+      { prefixes: ['swamp'] },
+      (stack) => new Bucket(stack, 'Shared', { encryption: BucketEncryption.KMS }),
+    );
     const key = logicalIdOf(template, 'AWS::KMS::Key', 'SharedKey');
     template.hasResourceProperties('AWS::IAM::Policy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Sid: 'UseBucketKeyThroughS3', Resource: { 'Fn::GetAtt': [key, 'Arn'] } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Sid: 'UseBucketKeyThroughS3', Resource: { 'Fn::GetAtt': [key, 'Arn'] } })]),
+      },
     });
   });
 

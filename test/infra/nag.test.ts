@@ -26,7 +26,7 @@ describe('cdk-nag AwsSolutions', () => {
     expect(findings(stack)).toEqual([]);
   });
 
-  test('acknowledges only the wildcard object ARNs of each prefix and CDK\'s handler policy, each with a reason', () => {
+  test("acknowledges only the wildcard object ARNs of each prefix and CDK's handler policy, each with a reason", () => {
     // GIVEN
     const { stack } = appStack({ prefixes: ['swamp', 'infra'] });
     // WHEN

@@ -58,7 +58,7 @@ describe('DatastoreIndexer queues', () => {
     });
   });
 
-  test('the maximum concurrency follows the prop, and Lambda\'s bounds are enforced', () => {
+  test("the maximum concurrency follows the prop, and Lambda's bounds are enforced", () => {
     const { template } = indexerStack({ maxConcurrency: 5 });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { ScalingConfig: { MaximumConcurrency: 5 } });
     expect(() => indexerStack({ maxConcurrency: 1 })).toThrow(/Invalid maxConcurrency: must be a whole number from 2 to 1000, got 1/);

@@ -11,7 +11,9 @@ describe('DatastoreIndexer drift-repair schedule', () => {
     template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(1 hour)',
       State: 'ENABLED',
-      Targets: [{ Arn: { 'Fn::GetAtt': [fn, 'Arn'] }, Id: 'Target0', RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 } }],
+      Targets: [
+        { Arn: { 'Fn::GetAtt': [fn, 'Arn'] }, Id: 'Target0', RetryPolicy: { MaximumRetryAttempts: 2, MaximumEventAgeInSeconds: 3600 } },
+      ],
     });
     template.hasResourceProperties('AWS::Lambda::Permission', {
       Action: 'lambda:InvokeFunction',

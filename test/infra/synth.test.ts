@@ -68,7 +68,10 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
     // changed while the test ran (someone is editing them), and the comparison says so.
     bundledBefore = bundle();
     const started = Date.now();
-    synth = run(['npx', 'cdk', 'synth', '-q', '-c', `bucketName=${BUCKET}`, '-c', 'prefixes=a,b', '-c', 'maxConcurrency=3', '--output', outdir], offlineEnv(outdir));
+    synth = run(
+      ['npx', 'cdk', 'synth', '-q', '-c', `bucketName=${BUCKET}`, '-c', 'prefixes=a,b', '-c', 'maxConcurrency=3', '--output', outdir],
+      offlineEnv(outdir),
+    );
     seconds = (Date.now() - started) / 1000;
     bundledAfter = bundle();
   }, 240_000);

@@ -26,7 +26,8 @@ afterEach(async () => {
 async function wiredBucket(name: string, queue: { visibilityTimeoutS: number; maxReceiveCount: number }) {
   const store = await testStore({ bucketPrefix: name });
   const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${store.bucket}-dlq`.slice(0, 80) }));
-  const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+  const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!
+    .QueueArn!;
   const { QueueUrl } = await sqs.send(
     new CreateQueueCommand({
       QueueName: `${store.bucket}-q`.slice(0, 80),
@@ -50,9 +51,20 @@ async function wiredBucket(name: string, queue: { visibilityTimeoutS: number; ma
   return { store, queueUrl: QueueUrl!, deadLetters };
 }
 
-function start(env: Record<string, string | undefined>, queueUrl: string, options: { windowMs: number; maxConcurrency: number; batchSize?: number }): EventSource {
+function start(
+  env: Record<string, string | undefined>,
+  queueUrl: string,
+  options: { windowMs: number; maxConcurrency: number; batchSize?: number },
+): EventSource {
   const workers = lambdaWorkers({ ...env, POWERTOOLS_LOG_LEVEL: 'ERROR', POWERTOOLS_METRICS_DISABLED: 'true' }, options.maxConcurrency);
-  const source = startEventSource({ sqs, queueUrl, batchingWindowMs: options.windowMs, maxConcurrency: options.maxConcurrency, batchSize: options.batchSize, invoke: workers.invoke });
+  const source = startEventSource({
+    sqs,
+    queueUrl,
+    batchingWindowMs: options.windowMs,
+    maxConcurrency: options.maxConcurrency,
+    batchSize: options.batchSize,
+    invoke: workers.invoke,
+  });
   running.push({ source, workers });
   return source;
 }
@@ -62,7 +74,11 @@ describe('the emulated SQS event source', () => {
     const fx = await wiredBucket('es-burst', { visibilityTimeoutS: 30, maxReceiveCount: 10 });
     const root = { bucket: fx.store.bucket, prefix: 'es' };
     await indexedRoot(fx.store, 'es', 3);
-    const source = start(handlerEnv({ bucket: fx.store.bucket, prefixes: 'es', queueUrl: fx.queueUrl }), fx.queueUrl, { windowMs: 1000, maxConcurrency: 2, batchSize: 10 });
+    const source = start(handlerEnv({ bucket: fx.store.bucket, prefixes: 'es', queueUrl: fx.queueUrl }), fx.queueUrl, {
+      windowMs: 1000,
+      maxConcurrency: 2,
+      batchSize: 10,
+    });
 
     await Promise.all(Array.from({ length: 24 }, (_, i) => putObject(fx.store, `es/files/burst/${i}.txt`, 'x'.repeat(i + 1))));
     await source.drained();
@@ -79,8 +95,15 @@ describe('the emulated SQS event source', () => {
     const fx = await wiredBucket('es-lock', { visibilityTimeoutS: 2, maxReceiveCount: 10 });
     const root = { bucket: fx.store.bucket, prefix: 'lk' };
     await indexedRoot(fx.store, 'lk', 2);
-    await putObject(fx.store, `lk/${LOCK_KEY}`, JSON.stringify(lockBody({ holder: 'swamp-client', acquiredAt: new Date().toISOString(), ttlMs: 60_000 })));
-    const source = start(handlerEnv({ bucket: fx.store.bucket, prefixes: 'lk', lockWaitSeconds: '1' }), fx.queueUrl, { windowMs: 1000, maxConcurrency: 2 });
+    await putObject(
+      fx.store,
+      `lk/${LOCK_KEY}`,
+      JSON.stringify(lockBody({ holder: 'swamp-client', acquiredAt: new Date().toISOString(), ttlMs: 60_000 })),
+    );
+    const source = start(handlerEnv({ bucket: fx.store.bucket, prefixes: 'lk', lockWaitSeconds: '1' }), fx.queueUrl, {
+      windowMs: 1000,
+      maxConcurrency: 2,
+    });
 
     await putObject(fx.store, 'lk/files/late.txt', 'late');
     const deadline = Date.now() + 30_000;

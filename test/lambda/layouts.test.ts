@@ -25,7 +25,15 @@ import {
 import { expectedFromListing } from './support';
 
 type BatchResponse = { batchItemFailures: { itemIdentifier: string }[] };
-type ScopeDrift = { layout: string; indexState: string; published: boolean; refused: number; pending?: string; held?: string; sample: { refused: string[] } };
+type ScopeDrift = {
+  layout: string;
+  indexState: string;
+  published: boolean;
+  refused: number;
+  pending?: string;
+  held?: string;
+  sample: { refused: string[] };
+};
 type DriftReport = { roots: { scopes: ScopeDrift[] }[] };
 
 const OBJECTS: Record<string, string> = {
@@ -35,7 +43,8 @@ const OBJECTS: Record<string, string> = {
   'logs/run-1.log': 'log one',
   'files/readme.txt': 'hello',
 };
-const entriesOf = (objects: Record<string, string>) => Object.entries(objects).map(([key, body]) => indexEntry(key, { size: Buffer.byteLength(body), sha256: `sha-${key}` }));
+const entriesOf = (objects: Record<string, string>) =>
+  Object.entries(objects).map(([key, body]) => indexEntry(key, { size: Buffer.byteLength(body), sha256: `sha-${key}` }));
 const byKey = (rows: KeySize[]) => rows.sort((a, b) => (a.key < b.key ? -1 : 1));
 
 describe('the Lambda bundle on a dual-write root (S3 notifications)', () => {
@@ -65,7 +74,10 @@ describe('the Lambda bundle on a dual-write root (S3 notifications)', () => {
     const monolith = await readIndex(store, 'swamp/.datastore-index.json');
     expect(summarize(monolith)).toEqual(truth);
     expect(monolith!.entries.has('data/../../escape.txt')).toBe(false);
-    expect(await readJson<MirrorMeta>(store, 'swamp/_index/_meta.json')).toEqual({ version: 1, partitions: [...groupSummaries(truth).keys()].sort() });
+    expect(await readJson<MirrorMeta>(store, 'swamp/_index/_meta.json')).toEqual({
+      version: 1,
+      partitions: [...groupSummaries(truth).keys()].sort(),
+    });
     const touched = ['data--aws--lambda', 'logs', 'files'];
     const mirror = await readShardSummaries(store, 'swamp/', touched);
     for (const p of touched) expect(mirror.get(p)).toEqual(groupSummaries(truth).get(p) ?? []);
@@ -86,7 +98,12 @@ describe('the Lambda bundle repairing by direct invoke', () => {
     const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'sf' }));
 
     const check = await invoke<DriftReport>(lambda, { action: 'check' });
-    expect(check.result.roots[0].scopes[0]).toMatchObject({ layout: 'shard-first', indexState: 'valid', published: false, pending: expect.any(String) });
+    expect(check.result.roots[0].scopes[0]).toMatchObject({
+      layout: 'shard-first',
+      indexState: 'valid',
+      published: false,
+      pending: expect.any(String),
+    });
 
     const repair = await invoke<DriftReport>(lambda, { action: 'repair' });
 
@@ -111,7 +128,10 @@ describe('the Lambda bundle repairing by direct invoke', () => {
 
     const repair = await invoke<DriftReport>(lambda, { action: 'repair' });
 
-    expect(repair.result.roots[0].scopes[0]).toMatchObject({ published: false, held: expect.stringContaining('names no version (1 or 2)') });
+    expect(repair.result.roots[0].scopes[0]).toMatchObject({
+      published: false,
+      held: expect.stringContaining('names no version (1 or 2)'),
+    });
     const copies = await listKeys(store, 'um/_control/datastore-indexer/unreadable/root/');
     expect(copies).toHaveLength(1);
     const after = await snapshotBucket(store);

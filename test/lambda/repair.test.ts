@@ -18,14 +18,35 @@ import {
   startCountingProxy,
   testSqs,
 } from '../helpers/lambda';
-import { deleteObject, listKeys, putIndex, putObject, readIndex, readObject, seedDatastore, swampKeys, testEndpoint, testStore } from '../helpers/s3';
+import {
+  deleteObject,
+  listKeys,
+  putIndex,
+  putObject,
+  readIndex,
+  readObject,
+  seedDatastore,
+  swampKeys,
+  testEndpoint,
+  testStore,
+} from '../helpers/s3';
 import { expectedFromListing, indexOf, indexedRoot } from './support';
 
 type BatchResponse = { batchItemFailures: { itemIdentifier: string }[] };
 type DriftReport = {
   complete: boolean;
   totals: { missing: number; stale: number; resized: number };
-  roots: { root: string; status: string; scopes: { scope: string; namespace?: string; drift: { missing: number; stale: number; resized: number }; published: boolean; sample: { missing: string[] } }[] }[];
+  roots: {
+    root: string;
+    status: string;
+    scopes: {
+      scope: string;
+      namespace?: string;
+      drift: { missing: number; stale: number; resized: number };
+      published: boolean;
+      sample: { missing: string[] };
+    }[];
+  }[];
 };
 
 let proxy: CountingProxy;
@@ -59,7 +80,11 @@ describe('configuration, read at cold start', () => {
     expect(errors).toHaveLength(1);
     expect(String(errors[0].message)).toMatch(message);
     // The minified bundle still names the class, and the error is logged whole.
-    expect(errors[0].error).toMatchObject({ name: 'ConfigError', message: expect.stringMatching(message), stack: expect.stringContaining('ConfigError') });
+    expect(errors[0].error).toMatchObject({
+      name: 'ConfigError',
+      message: expect.stringMatching(message),
+      stack: expect.stringContaining('ConfigError'),
+    });
   });
 
   test('a failed invocation is logged by the bundle with the error class named, its stack and its hint', async () => {
@@ -72,7 +97,11 @@ describe('configuration, read at cold start', () => {
     expect(line).toMatchObject({
       level: 'ERROR',
       errorType: 'UnknownTriggerError',
-      error: { name: 'UnknownTriggerError', hint: expect.stringContaining('Example:'), stack: expect.stringMatching(/^UnknownTriggerError: "action" must be/) },
+      error: {
+        name: 'UnknownTriggerError',
+        hint: expect.stringContaining('Example:'),
+        stack: expect.stringMatching(/^UnknownTriggerError: "action" must be/),
+      },
     });
   });
 
@@ -98,7 +127,10 @@ describe('the schedule', () => {
 
     const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'r1,r2,r3', s3: proxy.endpoint }));
     proxy.reset();
-    const run = await invoke<{ roots: { root: string; status: string; drift: Record<string, number>; published: number }[] }>(lambda, scheduledEvent());
+    const run = await invoke<{ roots: { root: string; status: string; drift: Record<string, number>; published: number }[] }>(
+      lambda,
+      scheduledEvent(),
+    );
 
     expect(run.result.roots.map((r) => [r.root.split('/').pop(), r.status, r.published])).toEqual([
       ['r1', 'complete', 1],
@@ -108,7 +140,9 @@ describe('the schedule', () => {
     expect(run.result.roots[1].drift).toEqual({ missing: 1 + 6, stale: 1, resized: 0 }); // team's 6 are missing: its index was gone
     expect(await indexOf(store, { root: r1.root })).toEqual(r1.expectedEntries());
     expect(await indexOf(store, { root: r2 })).toEqual(await expectedFromListing(store, { root: r2 }, ['team']));
-    expect(await indexOf(store, { root: r2, namespace: 'team' })).toEqual(await expectedFromListing(store, { root: r2, namespace: 'team' }));
+    expect(await indexOf(store, { root: r2, namespace: 'team' })).toEqual(
+      await expectedFromListing(store, { root: r2, namespace: 'team' }),
+    );
     expect(proxy.putsOf(store.bucket, `r3/${INDEX_KEY}`)).toBe(0);
     expect(run.logs('root done')).toHaveLength(3);
     expect(run.metric('DriftFound').reduce((a, b) => a + b, 0)).toBe(5 + 7 + 1);
@@ -213,7 +247,15 @@ describe('a large root', () => {
     const root = { bucket: store.bucket, prefix: 'big' };
     const t = Date.now();
     const bodies = keys.map((rel, i) =>
-      s3Event([s3EventRecord({ bucket: store.bucket, key: `big/${rel}`, size: sizes.get(rel)!, sequencer: (0x1000 + i).toString(16), eventTime: new Date(t + i).toISOString() })]),
+      s3Event([
+        s3EventRecord({
+          bucket: store.bucket,
+          key: `big/${rel}`,
+          size: sizes.get(rel)!,
+          sequencer: (0x1000 + i).toString(16),
+          eventTime: new Date(t + i).toISOString(),
+        }),
+      ]),
     );
     const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'big', s3: proxy.endpoint, queueUrl }));
     proxy.reset();
@@ -226,7 +268,9 @@ describe('a large root', () => {
     // One one-key listing per top-level folder (is it a namespace?), never a listing of the root.
     expect(counts.ListObjectsV2).toBe(new Set(keys.filter((k) => k.includes('/')).map((k) => k.split('/')[0])).size);
     expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBeLessThan(30);
-    const sequence = proxy.requests.filter((r) => !r.query.includes('list-type')).map((r) => `${r.method} ${r.path.slice(store.bucket.length + 2)}`);
+    const sequence = proxy.requests
+      .filter((r) => !r.query.includes('list-type'))
+      .map((r) => `${r.method} ${r.path.slice(store.bucket.length + 2)}`);
     console.log(
       `1,000-record batch: ${run.ms} ms, S3 requests ${JSON.stringify(counts)} (${sequence.join(', ')}); ` +
         `handler says ${JSON.stringify(run.logs('batch done')[0].s3Requests)}`,
@@ -242,7 +286,9 @@ describe('a large root', () => {
     await putIndex(store, `big/${INDEX_KEY}`, index);
     const shortIndex = await readObject(store, `big/${INDEX_KEY}`);
 
-    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'big', s3: proxy.endpoint, queueUrl, repairReserveSeconds: '60' }));
+    const lambda = loadHandler(
+      handlerEnv({ bucket: store.bucket, prefixes: 'big', s3: proxy.endpoint, queueUrl, repairReserveSeconds: '60' }),
+    );
     proxy.reset();
     // 30 s left, less than the 60 s reserve: one page, then stop.
     const first = await invoke<DriftReport>(lambda, { action: 'repair', prefix: 'big' }, lambdaContext(30_000));

@@ -99,7 +99,9 @@ describe('out-of-band changes on an indexed root (moto notifications)', () => {
     const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'swamp', s3: proxy.endpoint }));
     const inNamespace = s3Event([s3EventRecord({ bucket: store.bucket, key: `swamp/team/${INDEX_KEY}`, size: 5 })]);
     proxy.reset();
-    const run = await invoke<BatchResponse>(lambda, { Records: [...sqsEventFrom(messages).Records, ...sqsEventOf([inNamespace], 'ns').Records] });
+    const run = await invoke<BatchResponse>(lambda, {
+      Records: [...sqsEventFrom(messages).Records, ...sqsEventOf([inNamespace], 'ns').Records],
+    });
 
     expect(run.result.batchItemFailures).toEqual([]);
     expect((await indexOf(store, { root })).map((e) => e.key)).toContain(`plain/${INDEX_KEY}`);
@@ -129,7 +131,9 @@ describe('duplicated and reordered deliveries', () => {
     // The premise: changes of one key have distinct event times (else the order under test is undefined).
     const times = messages.map((m) => JSON.parse(m.Body!).Records[0] as { eventTime: string; s3: { object: { key: string } } });
     for (const key of ['p/files/k.txt', 'p/files/k3.txt']) {
-      const ofKey = times.filter((r) => decodeURIComponent(r.s3.object.key.replace(/\+/g, ' ')) === key).map((r) => Date.parse(r.eventTime));
+      const ofKey = times
+        .filter((r) => decodeURIComponent(r.s3.object.key.replace(/\+/g, ' ')) === key)
+        .map((r) => Date.parse(r.eventTime));
       expect(ofKey).toHaveLength(2);
       expect(new Set(ofKey).size).toBe(2);
     }
@@ -202,7 +206,9 @@ describe('EventBridge keys', () => {
     const keys = (await indexOf(store, { root })).map((e) => e.key);
     expect(keys).toEqual(expect.arrayContaining(['files/a+b.txt', 'files/x%41.txt', 'files/c d.txt']));
     expect(keys).not.toEqual(expect.arrayContaining(['files/a b.txt']));
-    expect(keys.filter((k) => ['files/a b.txt', 'files/xA.txt', 'files/c+d.txt', 'files/gone+x.txt', 'files/gone x.txt'].includes(k))).toEqual([]);
+    expect(
+      keys.filter((k) => ['files/a b.txt', 'files/xA.txt', 'files/c+d.txt', 'files/gone+x.txt', 'files/gone x.txt'].includes(k)),
+    ).toEqual([]);
     expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
     // One HeadObject where the key as sent exists, two where it does not.
     const heads = proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path.replace(`/${store.bucket}/eb/files/`, ''));
@@ -257,7 +263,9 @@ describe('roots without a usable index', () => {
     expect(run.result.batchItemFailures).toEqual([]);
     expect(await indexOf(store, { root })).toEqual(seeded.expectedEntries());
     expect(await indexOf(store, { root, namespace: 'ns1' })).toEqual(seeded.expectedEntries('ns1'));
-    expect(run.logs('root done')[0].scopes).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'delta', status: 'no-index' })]));
+    expect(run.logs('root done')[0].scopes).toEqual(
+      expect.arrayContaining([expect.objectContaining({ kind: 'delta', status: 'no-index' })]),
+    );
   });
 
   test('an unreadable index is kept under _control/ and replaced by a healed one', async () => {
@@ -285,7 +293,11 @@ describe('a lock held by a live client', () => {
     const free = { bucket: store.bucket, prefix: 'free' };
     await indexedRoot(store, 'busy', 3);
     await indexedRoot(store, 'free', 3);
-    await putObject(store, `busy/${LOCK_KEY}`, JSON.stringify(lockBody({ holder: 'swamp-client', acquiredAt: new Date().toISOString(), ttlMs: 60_000 })));
+    await putObject(
+      store,
+      `busy/${LOCK_KEY}`,
+      JSON.stringify(lockBody({ holder: 'swamp-client', acquiredAt: new Date().toISOString(), ttlMs: 60_000 })),
+    );
     await fx.receive();
     await putObject(store, 'busy/files/b.txt', 'busy upload');
     await putObject(store, 'free/files/f.txt', 'free upload');
@@ -302,7 +314,12 @@ describe('a lock held by a live client', () => {
     // The minified bundle logs the error whole: its class by name, its hint and its stack.
     expect(first.logs('root failed; its batch items go back to the queue')[0]).toMatchObject({
       root: `s3://${store.bucket}/busy`,
-      error: { name: 'LockBusyError', lockKey: 'busy/.datastore.lock', hint: expect.stringContaining('Another writer is busy'), stack: expect.stringContaining('LockBusyError') },
+      error: {
+        name: 'LockBusyError',
+        lockKey: 'busy/.datastore.lock',
+        hint: expect.stringContaining('Another writer is busy'),
+        stack: expect.stringContaining('LockBusyError'),
+      },
     });
     expect(first.metric('RootsFailed')).toEqual([1]);
     expect(first.metric('LockWaits')[0]).toBeGreaterThan(0);
@@ -325,7 +342,9 @@ describe('convergence with a client push racing the delta', () => {
     // The client reads the index before the out-of-band upload lands ...
     const clientRead = (await readObject(store, `r/${INDEX_KEY}`))!;
     await putObject(store, 'r/files/oob.txt', 'out of band');
-    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'r', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const lambda = loadHandler(
+      handlerEnv({ bucket: store.bucket, prefixes: 'r', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+    );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
     expect(await indexOf(store, { root })).toContainEqual({ key: 'files/oob.txt', size: 11 });
@@ -358,7 +377,9 @@ describe('convergence with a client push racing the delta', () => {
     await fx.receive();
     await putObject(store, 'c/files/kept.txt', 'kept');
     await putObject(store, 'c/files/erased.txt', 'erased');
-    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const lambda = loadHandler(
+      handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+    );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
     const later = await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')));
@@ -372,10 +393,12 @@ describe('convergence with a client push racing the delta', () => {
     proxy.reset();
     const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
     expect(run.result.batchItemFailures).toEqual([]);
-    expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path).sort()).toEqual([
-      `/${store.bucket}/c/files/erased.txt`,
-      `/${store.bucket}/c/files/kept.txt`,
-    ]);
+    expect(
+      proxy.requests
+        .filter((r) => r.method === 'HEAD')
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual([`/${store.bucket}/c/files/erased.txt`, `/${store.bucket}/c/files/kept.txt`]);
     expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
   });
 
@@ -389,14 +412,17 @@ describe('convergence with a client push racing the delta', () => {
     const created = (await fx.receive()).filter((m) => m.Body?.includes('gone.txt'));
     // The object is deleted, and its delete event handled, before the create event comes (SQS reorders and redelivers).
     await deleteObject(store, 'l/files/gone.txt');
-    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const lambda = loadHandler(
+      handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+    );
     const removed = (await fx.receive()).filter((m) => m.Body?.includes('gone.txt'));
     expect((await invoke<BatchResponse>(lambda, sqsEventFrom(removed))).result.batchItemFailures).toEqual([]);
     expect((await invoke<BatchResponse>(lambda, sqsEventFrom(created))).result.batchItemFailures).toEqual([]);
     expect((await indexOf(store, { root })).map((e) => e.key)).toContain('files/gone.txt');
 
     // The create's own re-check (it expects the entry it wrote), not the delete's (which expects none).
-    const ofCreate = (m: { Body?: string }) => !!m.Body?.includes('"recheck"') && JSON.parse(m.Body).recheck.expected?.['files/gone.txt'] === 4;
+    const ofCreate = (m: { Body?: string }) =>
+      !!m.Body?.includes('"recheck"') && JSON.parse(m.Body).recheck.expected?.['files/gone.txt'] === 4;
     const recheck = (await fx.receiveUntil((ms) => ms.some(ofCreate))).filter(ofCreate);
     const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
     expect(run.result.batchItemFailures).toEqual([]);
@@ -409,9 +435,13 @@ describe('convergence with a client push racing the delta', () => {
     await indexedRoot(store, 'm', 3);
     await fx.receive();
     await putObject(store, 'm/files/first.txt', 'first');
-    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }));
+    const lambda = loadHandler(
+      handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+    );
     await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
-    const recheck = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) => m.Body?.includes('"recheck"'));
+    const recheck = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) =>
+      m.Body?.includes('"recheck"'),
+    );
     await putObject(store, 'm/files/second.txt', 'second');
     const events = (await fx.receive()).filter((m) => m.Body?.includes('second.txt'));
 
@@ -421,7 +451,9 @@ describe('convergence with a client push racing the delta', () => {
     // The first upload's entry is confirmed with S3; S3 agrees, so nothing counts as restored.
     expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path)).toEqual([`/${store.bucket}/m/files/first.txt`]);
     // Only the new event's own first-round re-check is sent, not a second round of the first one.
-    const sent = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) => m.Body?.includes('"recheck"'));
+    const sent = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) =>
+      m.Body?.includes('"recheck"'),
+    );
     expect(sent.map((m) => JSON.parse(m.Body!).recheck)).toEqual([expect.objectContaining({ keys: ['files/second.txt'], round: 1 })]);
     expect(run.metric('RecheckRestored')).toEqual([]);
   });

@@ -39,7 +39,18 @@ describe('applyDelta on a monolithic index', () => {
 
     const report = await applyDelta(writer, scope, changes);
 
-    expect(report).toMatchObject({ status: 'applied', layout: 'monolith', added: 1, removed: 1, resized: 1, changes: 4, entries: 3, published: true, writes: 1, conflicts: 0 });
+    expect(report).toMatchObject({
+      status: 'applied',
+      layout: 'monolith',
+      added: 1,
+      removed: 1,
+      resized: 1,
+      changes: 4,
+      entries: 3,
+      published: true,
+      writes: 1,
+      conflicts: 0,
+    });
     const index = (await readIndex(store, 'd/.datastore-index.json'))!;
     expect([...index.entries.keys()].sort()).toEqual(['logs/grows.log', 'logs/kept.log', 'logs/new.log']);
     expect(index.entries.get('logs/kept.log')).toEqual(kept);
@@ -72,7 +83,11 @@ describe('applyDelta on a monolithic index', () => {
     if (body) await putObjects(store, { 'd/.datastore-index.json': body });
     const before = await snapshotBucket(store);
 
-    const report = await applyDelta(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'd' } }, new Map([['logs/a', objectChange('d/logs/a')]]));
+    const report = await applyDelta(
+      connectStore(store.bucket),
+      { root: { bucket: store.bucket, prefix: 'd' } },
+      new Map([['logs/a', objectChange('d/logs/a')]]),
+    );
 
     expect(report).toMatchObject({ status: 'no-index', indexState: state, published: false });
     expect(await snapshotBucket(store)).toEqual(before);
@@ -82,7 +97,12 @@ describe('applyDelta on a monolithic index', () => {
 describe('applyDelta on a shard-first index', () => {
   it('writes only the shards it changes, bumps commitSeq and leaves unshardable keys out', async () => {
     const store = await testStore();
-    await putShardLayout(store, 's/', [indexEntry('logs/a.log'), indexEntry('audit/1.json'), indexEntry('files/f.txt')], shardMeta(['audit', 'files', 'logs'], 41));
+    await putShardLayout(
+      store,
+      's/',
+      [indexEntry('logs/a.log'), indexEntry('audit/1.json'), indexEntry('files/f.txt')],
+      shardMeta(['audit', 'files', 'logs'], 41),
+    );
     const before = new Map((await listObjects(store, 's/_index/')).map((o) => [o.key, o.etag]));
     const changes = new Map([
       ['logs/b.log', objectChange('s/logs/b.log', { size: 5, eventTime: T })],
@@ -93,7 +113,11 @@ describe('applyDelta on a shard-first index', () => {
     const report = await applyDelta(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 's' } }, changes);
 
     expect(report).toMatchObject({ status: 'applied', layout: 'shard-first', added: 2, unshardable: 1, published: true });
-    expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual({ version: 2, partitions: ['_root', 'audit', 'files', 'logs'], commitSeq: 42 });
+    expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual({
+      version: 2,
+      partitions: ['_root', 'audit', 'files', 'logs'],
+      commitSeq: 42,
+    });
     expect([...(await readIndex(store, 's/_index/logs.json'))!.entries.keys()]).toEqual(['logs/a.log', 'logs/b.log']);
     expect([...(await readIndex(store, 's/_index/_root.json'))!.entries.keys()]).toEqual(['notes.md']);
     const after = new Map((await listObjects(store, 's/_index/')).map((o) => [o.key, o.etag]));
@@ -108,10 +132,20 @@ describe('observeKeys', () => {
     const store = await testStore();
     await putObjects(store, { 'o/ns/logs/here.log': 'hello' });
 
-    const observed = await observeKeys(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'o' }, namespace: 'ns' }, ['logs/here.log', 'logs/gone.log', 'logs/here.log']);
+    const observed = await observeKeys(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'o' }, namespace: 'ns' }, [
+      'logs/here.log',
+      'logs/gone.log',
+      'logs/here.log',
+    ]);
 
     expect([...observed.keys()].sort()).toEqual(['logs/gone.log', 'logs/here.log']);
-    expect(observed.get('logs/here.log')).toMatchObject({ bucket: store.bucket, key: 'o/ns/logs/here.log', kind: 'created', size: 5, etag: expect.any(String) });
+    expect(observed.get('logs/here.log')).toMatchObject({
+      bucket: store.bucket,
+      key: 'o/ns/logs/here.log',
+      kind: 'created',
+      size: 5,
+      etag: expect.any(String),
+    });
     expect(Date.parse(observed.get('logs/here.log')!.eventTime)).not.toBeNaN();
     expect(observed.get('logs/gone.log')).toMatchObject({ key: 'o/ns/logs/gone.log', kind: 'removed' });
   });

@@ -58,7 +58,12 @@ describe('healIndex', () => {
     expect(healed.entries.get('kept')).toBe(kept);
     expect(healed.entries.get('missing')).toEqual({ key: 'missing', size: 4, lastModified: '2026-06-02T00:00:00.000Z' });
     // sha256 and localMtime described the old bytes: they go; unknown fields stay.
-    expect(healed.entries.get('resized')).toEqual({ key: 'resized', size: 9, lastModified: '2026-06-01T00:00:00.000Z', clientField: 'stays' });
+    expect(healed.entries.get('resized')).toEqual({
+      key: 'resized',
+      size: 9,
+      lastModified: '2026-06-01T00:00:00.000Z',
+      clientField: 'stays',
+    });
     expect(healed.extra).toEqual({ clientVersion: '2026.04.28' });
     expect(healed.lastPulled).toBe(index.lastPulled);
     expect(diffIndex(healed.entries, listing)).toEqual({ missing: [], stale: [], resized: [] });
@@ -77,6 +82,11 @@ describe('healIndex', () => {
   });
 
   it('resizedEntry keeps the key and unknown fields only', () => {
-    expect(resizedEntry(resized, { size: 0, lastModified: 'T' })).toEqual({ key: 'resized', size: 0, lastModified: 'T', clientField: 'stays' });
+    expect(resizedEntry(resized, { size: 0, lastModified: 'T' })).toEqual({
+      key: 'resized',
+      size: 0,
+      lastModified: 'T',
+      clientField: 'stays',
+    });
   });
 });

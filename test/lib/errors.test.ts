@@ -8,7 +8,9 @@ const errorClasses = [...(Object.values(lib) as unknown[]), UnknownTriggerError]
 
 describe('error names', () => {
   it('finds the typed errors', () => {
-    expect(errorClasses.map((c) => c.name)).toEqual(expect.arrayContaining(['IndexerError', 'LockBusyError', 'UnexpectedError', 'UnknownTriggerError']));
+    expect(errorClasses.map((c) => c.name)).toEqual(
+      expect.arrayContaining(['IndexerError', 'LockBusyError', 'UnexpectedError', 'UnknownTriggerError']),
+    );
   });
 
   it.each(errorClasses.map((c) => [c.name, c] as const))('%s names itself with a literal of its own', (name, ErrorClass) => {

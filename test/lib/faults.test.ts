@@ -49,7 +49,10 @@ function firstN(times: number, when: (r: OutgoingRequest) => boolean, response: 
 describe('retries (createS3Client)', () => {
   it('retries a throttled request (503 SlowDown) and succeeds', async () => {
     const bucket = (await testStore()).bucket;
-    const store = new S3Store(faultyClient(firstN(1, (r) => r.method === 'PUT', { status: 503, code: 'SlowDown', message: 'Please reduce your request rate.' })), bucket);
+    const store = new S3Store(
+      faultyClient(firstN(1, (r) => r.method === 'PUT', { status: 503, code: 'SlowDown', message: 'Please reduce your request rate.' })),
+      bucket,
+    );
 
     const result = await store.put('logs/a.log', 'hello');
 
@@ -71,7 +74,10 @@ describe('retries (createS3Client)', () => {
 
   it('gives up with S3UnavailableError when the store keeps throttling', async () => {
     const bucket = (await testStore()).bucket;
-    const store = new S3Store(faultyClient(() => ({ status: 503, code: 'SlowDown' }), { maxAttempts: 2 }), bucket);
+    const store = new S3Store(
+      faultyClient(() => ({ status: 503, code: 'SlowDown' }), { maxAttempts: 2 }),
+      bucket,
+    );
 
     const error = await store.get('k').catch((e: unknown) => e);
 
@@ -124,7 +130,10 @@ describe('typed errors', () => {
   it('still fails with AccessDeniedError when the denied key is listed (it exists, we may not read it)', async () => {
     const real = await testStore();
     await putObject(real, 'p/secret', 'x');
-    const store = new S3Store(faultyClient((r) => (r.method === 'GET' && r.query['list-type'] === undefined ? denied() : undefined)), real.bucket);
+    const store = new S3Store(
+      faultyClient((r) => (r.method === 'GET' && r.query['list-type'] === undefined ? denied() : undefined)),
+      real.bucket,
+    );
 
     await expect(store.get('p/secret')).rejects.toBeInstanceOf(AccessDeniedError);
   });
@@ -132,7 +141,10 @@ describe('typed errors', () => {
   it('fails a heal with AccessDeniedError when the index may not be written, leaving the bucket as it was', async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'ro', objects: 3 });
-    const readOnly = new S3Store(faultyClient((r) => (r.method === 'PUT' || r.method === 'DELETE' ? denied() : undefined)), store.bucket);
+    const readOnly = new S3Store(
+      faultyClient((r) => (r.method === 'PUT' || r.method === 'DELETE' ? denied() : undefined)),
+      store.bucket,
+    );
     const before = await listObjects(store);
 
     await expect(healRoot(readOnly, seeded.root, { mode: 'repair' })).rejects.toBeInstanceOf(AccessDeniedError);
@@ -140,11 +152,22 @@ describe('typed errors', () => {
     expect(await listObjects(store)).toEqual(before);
   });
 
-  it('names the bucket\'s region from x-amz-bucket-region when S3 redirects (a wrong region), as a ConfigError', async () => {
-    const redirect = { status: 301, code: 'PermanentRedirect', message: 'The bucket you are attempting to access must be addressed using the specified endpoint.', headers: { 'x-amz-bucket-region': 'eu-west-2' } };
-    const store = new S3Store(faultyClient(() => redirect), 'elsewhere');
+  it("names the bucket's region from x-amz-bucket-region when S3 redirects (a wrong region), as a ConfigError", async () => {
+    const redirect = {
+      status: 301,
+      code: 'PermanentRedirect',
+      message: 'The bucket you are attempting to access must be addressed using the specified endpoint.',
+      headers: { 'x-amz-bucket-region': 'eu-west-2' },
+    };
+    const store = new S3Store(
+      faultyClient(() => redirect),
+      'elsewhere',
+    );
 
-    const error = await store.listPages({ prefix: 'p/' }).next().catch((e: unknown) => e);
+    const error = await store
+      .listPages({ prefix: 'p/' })
+      .next()
+      .catch((e: unknown) => e);
 
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).name).toBe('ConfigError');
@@ -168,7 +191,10 @@ describe('typed errors', () => {
   });
 
   it('reports a closed endpoint port as S3UnavailableError naming ECONNREFUSED', async () => {
-    const client = createS3Client({ endpoint: `http://127.0.0.1:${await closedPort()}`, forcePathStyle: true, region: 'us-east-1' }, { maxAttempts: 1 });
+    const client = createS3Client(
+      { endpoint: `http://127.0.0.1:${await closedPort()}`, forcePathStyle: true, region: 'us-east-1' },
+      { maxAttempts: 1 },
+    );
     const store = new S3Store(client, 'b');
     try {
       const error = await store.get('k').catch((e: unknown) => e);
@@ -181,7 +207,10 @@ describe('typed errors', () => {
   });
 
   it('turns InvalidAccessKeyId into CredentialsError', async () => {
-    const store = new S3Store(faultyClient(() => ({ status: 403, code: 'InvalidAccessKeyId' })), (await testStore()).bucket);
+    const store = new S3Store(
+      faultyClient(() => ({ status: 403, code: 'InvalidAccessKeyId' })),
+      (await testStore()).bucket,
+    );
     await expect(store.get('k')).rejects.toBeInstanceOf(CredentialsError);
   });
 
@@ -207,7 +236,11 @@ describe('a store without conditional writes (501 NotImplemented)', () => {
     const conditional = (r: OutgoingRequest) => 'if-match' in r.headers || 'if-none-match' in r.headers;
     let refused = 0;
     const plain = new S3Store(
-      faultyClient((r) => (conditional(r) && (r.method === 'PUT' || r.method === 'DELETE') && ++refused ? { status: 501, code: 'NotImplemented', message: 'A header you provided implies functionality that is not implemented' } : undefined)),
+      faultyClient((r) =>
+        conditional(r) && (r.method === 'PUT' || r.method === 'DELETE') && ++refused
+          ? { status: 501, code: 'NotImplemented', message: 'A header you provided implies functionality that is not implemented' }
+          : undefined,
+      ),
       store.bucket,
     );
     const events: PublishEvent['event'][] = [];
@@ -222,7 +255,10 @@ describe('a store without conditional writes (501 NotImplemented)', () => {
     // every object that was there is there unchanged; only the two indexes were added; the lock is gone
     const after = await listObjects(store);
     expect(after.filter((o) => !o.key.endsWith('.datastore-index.json'))).toEqual(data);
-    expect(after.map((o) => o.key).filter((k) => k.endsWith('.datastore-index.json'))).toEqual(['nocond/.datastore-index.json', 'nocond/ns1/.datastore-index.json']);
+    expect(after.map((o) => o.key).filter((k) => k.endsWith('.datastore-index.json'))).toEqual([
+      'nocond/.datastore-index.json',
+      'nocond/ns1/.datastore-index.json',
+    ]);
     expect(await readObject(store, 'nocond/.datastore.lock')).toBeUndefined();
   });
 });
@@ -244,7 +280,7 @@ describe('an endpoint that accepts and never answers', () => {
       expect((failure as Error).message).toContain('GetObject');
     } finally {
       client.destroy();
-      sockets.forEach((s) => s.destroy());
+      for (const s of sockets) s.destroy();
       silent.close();
     }
   });

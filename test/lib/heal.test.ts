@@ -42,7 +42,11 @@ describe('healRoot on an unindexed root', () => {
     expect(summarize(nsIndex)).toEqual(seeded.expectedEntries('ns1'));
     const listed = new Map((await listObjects(store, 'swamp/prod/')).map((o) => [o.key, o]));
     for (const entry of rootIndex!.entries.values()) {
-      expect(entry).toEqual({ key: entry.key, size: listed.get(`swamp/prod/${entry.key}`)!.size, lastModified: listed.get(`swamp/prod/${entry.key}`)!.lastModified });
+      expect(entry).toEqual({
+        key: entry.key,
+        size: listed.get(`swamp/prod/${entry.key}`)!.size,
+        lastModified: listed.get(`swamp/prod/${entry.key}`)!.lastModified,
+      });
     }
     for (const entry of nsIndex!.entries.values()) expect(entry.lastModified).toBe(listed.get(`swamp/prod/ns1/${entry.key}`)!.lastModified);
     expect([...rootIndex!.entries.keys()].filter((k) => k.startsWith('ns1/'))).toEqual([]);
@@ -117,7 +121,10 @@ describe('healRoot on a drifted index', () => {
           ? { ...e, size: e.size + 1000, sha256: 'old-hash', localMtime: '2026-05-04T15:19:58.120Z', clientNote: 'keep me' }
           : { ...e, sha256: `sha-${e.key}`, localMtime: '2026-05-04T15:19:58.120Z', clientNote: { n: e.key.length } },
       );
-    entries.push(indexEntry('data/gone/x/1/raw', { size: 5, lastModified: OLD, sha256: 'x' }), indexEntry('logs/gone.log', { size: 7, lastModified: OLD }));
+    entries.push(
+      indexEntry('data/gone/x/1/raw', { size: 5, lastModified: OLD, sha256: 'x' }),
+      indexEntry('logs/gone.log', { size: 7, lastModified: OLD }),
+    );
     await putIndex(store, seeded.indexKey(), entries, { clientVersion: '2026.04.28', lastPulled: '2026-05-04T15:24:03.000Z' });
     const sizes = new Map((await listObjects(store, 'ds/')).map((o) => [o.key.slice(3), o.size]));
     return { store, seeded, entries, missing: [missingA, missingB].sort(), resizedKey, objectSize: sizes.get(resizedKey)! };
@@ -277,7 +284,7 @@ describe('healRoot after a client deleted an object', () => {
 });
 
 describe('healScope with a listing older than the index (found by the chaos suite)', () => {
-  it("does not resize (and strip the client fields of) an entry whose object was overwritten after the listing passed", async () => {
+  it('does not resize (and strip the client fields of) an entry whose object was overwritten after the listing passed', async () => {
     const { healScope } = await import('../../lambda/lib/heal');
     const store = await testStore();
     const root = { bucket: store.bucket, prefix: 'h' };

@@ -2,7 +2,17 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type DatastoreIndex, S3Store, UnsafeKeyError, cachePathOf, healAndHydrate, healRoot, hydrateCache, parseIndex, partPathOf } from '../../lambda/lib/internal';
+import {
+  type DatastoreIndex,
+  S3Store,
+  UnsafeKeyError,
+  cachePathOf,
+  healAndHydrate,
+  healRoot,
+  hydrateCache,
+  parseIndex,
+  partPathOf,
+} from '../../lambda/lib/internal';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
 import { connectStore, faultyClient, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
 
@@ -41,9 +51,18 @@ describe('hydrateCache', () => {
     const cacheDir = join(tmp, 'cache');
     const progress: number[] = [];
 
-    const report = await hydrateCache(connectStore(seeded.store.bucket), seeded.scope(), index, { cacheDir, onProgress: (done) => progress.push(done) });
+    const report = await hydrateCache(connectStore(seeded.store.bucket), seeded.scope(), index, {
+      cacheDir,
+      onProgress: (done) => progress.push(done),
+    });
 
-    expect(report).toEqual({ pulled: 10, present: 0, bytes: [...seeded.objects.get('')!.values()].reduce((n, b) => n + b.length, 0), refused: [], failed: [] });
+    expect(report).toEqual({
+      pulled: 10,
+      present: 0,
+      bytes: [...seeded.objects.get('')!.values()].reduce((n, b) => n + b.length, 0),
+      refused: [],
+      failed: [],
+    });
     await expectCacheMatches(cacheDir, seeded);
     expect(await filesUnder(cacheDir)).toEqual([...seeded.objects.get('')!.keys(), '.datastore-index.json'].sort());
     const copy = parseIndex(await readFile(join(cacheDir, '.datastore-index.json')));
@@ -109,14 +128,22 @@ describe('hydrateCache', () => {
     const report = await hydrateCache(connectStore(store.bucket), seeded.scope(), index, { cacheDir });
 
     expect(report).toMatchObject({ pulled: 2, present: 0, refused: ['../escape', 'a/../../b'], failed: [] });
-    expect(await filesUnder(tmp)).toEqual(['inner/cache/.datastore-index.json', 'inner/cache/data/a..b/c..d/e/f', 'inner/cache/logs/ok.log']);
+    expect(await filesUnder(tmp)).toEqual([
+      'inner/cache/.datastore-index.json',
+      'inner/cache/data/a..b/c..d/e/f',
+      'inner/cache/logs/ok.log',
+    ]);
     expect((await readFile(join(cacheDir, 'data/a..b/c..d/e/f'))).toString()).toBe('dots inside names are fine');
   });
 
   it('reports an entry whose object is gone as failed and pulls the rest', async () => {
     const store = await testStore();
     await putObjects(store, { 'r/logs/a.log': 'aaa', 'r/logs/b.log': 'bbbb' });
-    const index = datastoreIndex([indexEntry('logs/a.log', { size: 3 }), indexEntry('logs/gone.log', { size: 9 }), indexEntry('logs/b.log', { size: 4 })]);
+    const index = datastoreIndex([
+      indexEntry('logs/a.log', { size: 3 }),
+      indexEntry('logs/gone.log', { size: 9 }),
+      indexEntry('logs/b.log', { size: 4 }),
+    ]);
     const cacheDir = join(tmp, 'cache');
 
     const report = await hydrateCache(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'r' } }, index, { cacheDir });
@@ -137,15 +164,27 @@ describe('hydrateCache, downloads that go wrong', () => {
     const cacheDir = join(tmp, 'cache');
     const cut = (announced: string, body: string) =>
       new S3Store(
-        faultyClient((r) => (r.method === 'GET' && r.path.endsWith('/r/logs/a.log') ? { status: 200, headers: { 'content-length': announced }, body } : undefined)),
+        faultyClient((r) =>
+          r.method === 'GET' && r.path.endsWith('/r/logs/a.log')
+            ? { status: 200, headers: { 'content-length': announced }, body }
+            : undefined,
+        ),
         store.bucket,
       );
 
     const short = await hydrateCache(cut('10', 'aaaaa'), scope(store.bucket), index, { cacheDir });
     const long = await hydrateCache(cut('3', 'aaaaaaaaaa'), scope(store.bucket), index, { cacheDir });
 
-    expect(short).toMatchObject({ pulled: 1, present: 0, failed: [{ key: 'logs/a.log', error: expect.stringMatching(/sent 5 bytes of the 10 announced/) }] });
-    expect(long).toMatchObject({ pulled: 0, present: 1, failed: [{ key: 'logs/a.log', error: expect.stringMatching(/sent 10 bytes of the 3 announced/) }] });
+    expect(short).toMatchObject({
+      pulled: 1,
+      present: 0,
+      failed: [{ key: 'logs/a.log', error: expect.stringMatching(/sent 5 bytes of the 10 announced/) }],
+    });
+    expect(long).toMatchObject({
+      pulled: 0,
+      present: 1,
+      failed: [{ key: 'logs/a.log', error: expect.stringMatching(/sent 10 bytes of the 3 announced/) }],
+    });
     expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'logs/b.log']);
     const again = await hydrateCache(connectStore(store.bucket), scope(store.bucket), index, { cacheDir });
     expect(again).toMatchObject({ pulled: 1, present: 1, failed: [] });
@@ -188,7 +227,7 @@ describe('hydrateCache, downloads that go wrong', () => {
 });
 
 describe('healAndHydrate', () => {
-  it("heals an unindexed namespace and hydrates its files under <cache>/<namespace>/, as current clients keep them", async () => {
+  it('heals an unindexed namespace and hydrates its files under <cache>/<namespace>/, as current clients keep them', async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'hh', objects: 5, namespaces: ['team'] });
     const cacheDir = join(tmp, 'cache');
@@ -198,7 +237,9 @@ describe('healAndHydrate', () => {
     expect(report.scope).toMatchObject({ namespace: 'team', indexState: 'absent', published: true });
     expect(report.hydrate).toMatchObject({ pulled: 5, present: 0, refused: [], failed: [] });
     await expectCacheMatches(join(cacheDir, 'team'), seeded, 'team');
-    expect(await filesUnder(cacheDir)).toEqual([...[...seeded.objects.get('team')!.keys()].map((k) => `team/${k}`), '.datastore-index.json'].sort());
+    expect(await filesUnder(cacheDir)).toEqual(
+      [...[...seeded.objects.get('team')!.keys()].map((k) => `team/${k}`), '.datastore-index.json'].sort(),
+    );
   });
 });
 

@@ -113,7 +113,11 @@ describe('serializeIndex', () => {
     const entries = new Map<string, IndexEntry>();
     const add = (key: string, entry: Record<string, unknown>): void => void entries.set(key, entry as IndexEntry);
     add('plain', { key: 'plain', size: 5, lastModified: '2026-05-04T15:20:00.000Z' });
-    add('q "\\ \n \u0001 \u00e9 \u{1F600} \ud800 </x>', { key: 'q "\\ \n \u0001 \u00e9 \u{1F600} \ud800 </x>', size: 0, lastModified: 'odd "time"\n' });
+    add('q "\\ \n \u0001 \u00e9 \u{1F600} \ud800 </x>', {
+      key: 'q "\\ \n \u0001 \u00e9 \u{1F600} \ud800 </x>',
+      size: 0,
+      lastModified: 'odd "time"\n',
+    });
     add('numbers', { key: 'numbers', size: 1e21, lastModified: 'x' });
     add('negative zero', { key: 'negative zero', size: -0, lastModified: 'x' });
     add('not a number', { key: 'not a number', size: NaN, lastModified: 'x' });
@@ -134,7 +138,9 @@ describe('serializeIndex', () => {
   });
 
   it('serialises an index larger than one chunk (over 1 MiB) whole', () => {
-    const entries = Array.from({ length: 12_000 }, (_, i) => indexEntry(`data/a/b/${String(i).padStart(6, '0')}/raw`, { size: i, sha256: 'f'.repeat(64) }));
+    const entries = Array.from({ length: 12_000 }, (_, i) =>
+      indexEntry(`data/a/b/${String(i).padStart(6, '0')}/raw`, { size: i, sha256: 'f'.repeat(64) }),
+    );
     const bytes = serializeIndex(datastoreIndex(entries));
     expect(bytes.length).toBeGreaterThan(1 << 20);
     const back = mustParse(bytes);

@@ -1,4 +1,16 @@
-import { INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_META_KEY, isInternalKey, isRefusedKey, namespaceOfMarker, partitionOf, readManifest, refusedKeyReason, topFolder } from '../../lambda/lib/internal';
+import {
+  INDEX_KEY,
+  LOCK_KEY,
+  NAMESPACE_MARKER,
+  SHARD_META_KEY,
+  isInternalKey,
+  isRefusedKey,
+  namespaceOfMarker,
+  partitionOf,
+  readManifest,
+  refusedKeyReason,
+  topFolder,
+} from '../../lambda/lib/internal';
 
 describe('isInternalKey', () => {
   it.each(['.datastore-index.json', '.push-queue.json', '.datastore.lock', '.datastore-sync-state.json'])(
@@ -11,10 +23,16 @@ describe('isInternalKey', () => {
     (key) => expect(isInternalKey(key)).toBe(false),
   );
 
-  it.each(['_index', '_index/', '_index/_meta.json', '_index/data--aws.json', '_index/a/b', '_control', '_control/', '_control/datastore-indexer/unreadable/root/x'])(
-    'treats %s (at or under _index/ or _control/) as internal',
-    (key) => expect(isInternalKey(key)).toBe(true),
-  );
+  it.each([
+    '_index',
+    '_index/',
+    '_index/_meta.json',
+    '_index/data--aws.json',
+    '_index/a/b',
+    '_control',
+    '_control/',
+    '_control/datastore-indexer/unreadable/root/x',
+  ])('treats %s (at or under _index/ or _control/) as internal', (key) => expect(isInternalKey(key)).toBe(true));
 
   it.each(['_indexes/x', '_index.json', '_controlled/x', 'data/_index/x.json', 'data/_control/x'])(
     'indexes %s: only top-level _index/ and _control/ are internal',
@@ -138,7 +156,14 @@ describe('refusedKeyReason', () => {
     expect(isRefusedKey(key)).toBe(true);
   });
 
-  it.each(['data/aws/ec2/i-1/1/raw', 'data/a..b/c..d/e', '.hidden/x', 'a b+c%20/ü.json', `files/${'x'.repeat(255)}`, `files/${'é'.repeat(127)}`])('accepts %s', (key) => {
+  it.each([
+    'data/aws/ec2/i-1/1/raw',
+    'data/a..b/c..d/e',
+    '.hidden/x',
+    'a b+c%20/ü.json',
+    `files/${'x'.repeat(255)}`,
+    `files/${'é'.repeat(127)}`,
+  ])('accepts %s', (key) => {
     expect(refusedKeyReason(key)).toBeUndefined();
   });
 });

@@ -3,7 +3,15 @@
  * (a version-1 manifest stays version 1, no manifest stays none), keeps that layout's truth equal to the
  * listing, the dual-write mirror equal to the monolith, and commitSeq moving whenever a shard changed.
  */
-import { type MirrorMeta, type S3Store, type ShardMeta, applyDelta, healRoot, partitionOf, publishIntentKey } from '../../lambda/lib/internal';
+import {
+  type MirrorMeta,
+  type S3Store,
+  type ShardMeta,
+  applyDelta,
+  healRoot,
+  partitionOf,
+  publishIntentKey,
+} from '../../lambda/lib/internal';
 import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
 import {
   type KeySize,
@@ -77,7 +85,12 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', indexState: 'valid', drift: { missing: 0, stale: 0, resized: 0 }, refused: 0 });
+    expect(report.scopes[0]).toMatchObject({
+      layout: 'dual-write',
+      indexState: 'valid',
+      drift: { missing: 0, stale: 0, resized: 0 },
+      refused: 0,
+    });
     expect(report.scopes[0].pending).toBeUndefined();
     expect(await snapshotBucket(store)).toEqual(before);
   });
@@ -89,7 +102,12 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, drift: { missing: 1, stale: 1, resized: 1 }, mirrorFailures: 0 });
+    expect(report.scopes[0]).toMatchObject({
+      layout: 'dual-write',
+      published: true,
+      drift: { missing: 1, stale: 1, resized: 1 },
+      mirrorFailures: 0,
+    });
     const monolith = await readIndex(store, 'dw/.datastore-index.json');
     expect(summarize(monolith)).toEqual(truth);
     // client fields of untouched entries survive
@@ -125,7 +143,11 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
     expect(await readObject(store, publishIntentKey({ root }))).toBeDefined();
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ layout: 'dual-write', drift: { missing: 0, stale: 0, resized: 0 }, pending: expect.stringMatching(/partition files/) });
+    expect(check.scopes[0]).toMatchObject({
+      layout: 'dual-write',
+      drift: { missing: 0, stale: 0, resized: 0 },
+      pending: expect.stringMatching(/partition files/),
+    });
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
     expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, mirrorFailures: 0 });
@@ -138,7 +160,11 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
     const { store, root } = await dualWriteRoot('dd/');
     await putObject(store, 'dd/logs/run-2.log', 'two');
 
-    const report = await applyDelta(connectStore(store.bucket), { root }, new Map([['logs/run-2.log', objectChange('dd/logs/run-2.log', { size: 3 })]]));
+    const report = await applyDelta(
+      connectStore(store.bucket),
+      { root },
+      new Map([['logs/run-2.log', objectChange('dd/logs/run-2.log', { size: 3 })]]),
+    );
 
     expect(report).toMatchObject({ layout: 'dual-write', published: true, added: 1 });
     expect((await readIndex(store, 'dd/.datastore-index.json'))!.entries.has('logs/run-2.log')).toBe(true);
@@ -200,7 +226,11 @@ describe('a shard-first root', () => {
     await putShardLayout(store, 'or/', [indexEntry('data/aws/lambda/f-1/1/raw', { size: 12, sha256: 'client' })]);
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ layout: 'shard-first', indexState: 'valid', pending: expect.stringContaining('data--aws--lambda') });
+    expect(check.scopes[0]).toMatchObject({
+      layout: 'shard-first',
+      indexState: 'valid',
+      pending: expect.stringContaining('data--aws--lambda'),
+    });
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
@@ -221,7 +251,11 @@ describe('a shard-first root', () => {
     await putShardLayout(store, 'od/', [indexEntry('data/aws/lambda/f-1/1/raw', { size: 12 })]);
     await putObject(store, 'od/data/aws/lambda/f-1/2/raw', 'second');
 
-    const report = await applyDelta(connectStore(store.bucket), { root }, new Map([['data/aws/lambda/f-1/2/raw', objectChange('od/data/aws/lambda/f-1/2/raw', { size: 6 })]]));
+    const report = await applyDelta(
+      connectStore(store.bucket),
+      { root },
+      new Map([['data/aws/lambda/f-1/2/raw', objectChange('od/data/aws/lambda/f-1/2/raw', { size: 6 })]]),
+    );
 
     expect(report).toMatchObject({ layout: 'shard-first', published: true, conflicts: 0 });
     const meta = (await readJson<ShardMeta>(store, 'od/_index/_meta.json'))!;
@@ -244,7 +278,11 @@ describe('a shard-first root', () => {
 
     // Its entries are true now, but clients that recorded commitSeq 5 would never see them.
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ indexState: 'valid', drift: { missing: 0, stale: 0, resized: 0 }, pending: expect.any(String) });
+    expect(check.scopes[0]).toMatchObject({
+      indexState: 'valid',
+      drift: { missing: 0, stale: 0, resized: 0 },
+      pending: expect.any(String),
+    });
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
@@ -261,7 +299,11 @@ describe('a shard-first root', () => {
     await putObject(store, 'ms/_index/_meta.json', JSON.stringify({ ...meta, partitions: [...meta.partitions, 'audit'].sort() }));
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ indexState: 'valid', drift: { missing: 0, stale: 0, resized: 0 }, pending: 'partition files the manifest lists are missing: audit' });
+    expect(check.scopes[0]).toMatchObject({
+      indexState: 'valid',
+      drift: { missing: 0, stale: 0, resized: 0 },
+      pending: 'partition files the manifest lists are missing: audit',
+    });
     await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
     expect(summarize(await readIndex(store, 'ms/_index/audit.json'))).toEqual([]);
@@ -276,7 +318,11 @@ describe('a shard-first root', () => {
     await putShardLayout(store, 'cl/', [indexEntry('logs/run-1.log', { size: 7 }), indexEntry('logs/run-2.log', { size: 3 })]);
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ indexState: 'valid', drift: { missing: 0, stale: 0, resized: 0 }, pending: 'shard logs is newer than the manifest' });
+    expect(check.scopes[0]).toMatchObject({
+      indexState: 'valid',
+      drift: { missing: 0, stale: 0, resized: 0 },
+      pending: 'shard logs is newer than the manifest',
+    });
     await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
     expect((await readJson<ShardMeta>(store, 'cl/_index/_meta.json'))!.commitSeq).toBe(6);
@@ -299,7 +345,11 @@ describe('an unparsable _meta.json', () => {
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ published: false, held: expect.any(String), keptCopy: expect.stringMatching(/^um\/_control\/datastore-indexer\/unreadable\/root\//) });
+    expect(report.scopes[0]).toMatchObject({
+      published: false,
+      held: expect.any(String),
+      keptCopy: expect.stringMatching(/^um\/_control\/datastore-indexer\/unreadable\/root\//),
+    });
     const after = await snapshotBucket(store);
     after.delete(report.scopes[0].keptCopy!);
     expect(after).toEqual(before);
@@ -314,8 +364,15 @@ describe('an unparsable _meta.json', () => {
 
     const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
-    expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, keptCopy: expect.stringContaining('_control/datastore-indexer/unreadable/root/') });
-    expect(await readJson<MirrorMeta>(store, 'u1/_index/_meta.json')).toEqual({ version: 1, partitions: [...groupSummaries(rows).keys()].sort() });
+    expect(report.scopes[0]).toMatchObject({
+      layout: 'dual-write',
+      published: true,
+      keptCopy: expect.stringContaining('_control/datastore-indexer/unreadable/root/'),
+    });
+    expect(await readJson<MirrorMeta>(store, 'u1/_index/_meta.json')).toEqual({
+      version: 1,
+      partitions: [...groupSummaries(rows).keys()].sort(),
+    });
     expect(summarize(await readIndex(store, 'u1/.datastore-index.json'))).toEqual(summarize(new Map(rows.map((r) => [r.key, r]))));
   });
 });
@@ -331,7 +388,11 @@ describe('keys clients refuse', () => {
     const root = { bucket: store.bucket, prefix: 'rk' };
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
-    expect(check.scopes[0]).toMatchObject({ refused: REFUSED.length, refusedKeys: [...REFUSED].sort(), drift: { missing: 0, stale: 1, resized: 0 } });
+    expect(check.scopes[0]).toMatchObject({
+      refused: REFUSED.length,
+      refusedKeys: [...REFUSED].sort(),
+      drift: { missing: 0, stale: 1, resized: 0 },
+    });
 
     await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 
@@ -349,7 +410,11 @@ describe('keys clients refuse', () => {
     await putObjects(store, Object.fromEntries(REFUSED.map((k) => [`rs/${k}`, 'bad'])));
     const root = { bucket: store.bucket, prefix: 'rs' };
 
-    const delta = await applyDelta(connectStore(store.bucket), { root }, new Map(REFUSED.map((k) => [k, objectChange(`rs/${k}`, { size: 3 })])));
+    const delta = await applyDelta(
+      connectStore(store.bucket),
+      { root },
+      new Map(REFUSED.map((k) => [k, objectChange(`rs/${k}`, { size: 3 })])),
+    );
     expect(delta).toMatchObject({ refused: REFUSED.length, published: false });
     await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
 

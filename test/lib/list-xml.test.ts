@@ -19,7 +19,11 @@ const contents = (key: string, extra = ''): string =>
 describe('parseListObjectsV2', () => {
   it('reads keys, sizes, times, ETags without quotes, common prefixes and the continuation token', () => {
     const parsed = parseListObjectsV2(
-      page(`${contents('p/a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#x1F600; &#233;')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`, true, 'tok&amp;en'),
+      page(
+        `${contents('p/a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#x1F600; &#233;')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`,
+        true,
+        'tok&amp;en',
+      ),
     );
     expect(parsed).toEqual({
       objects: [{ key: 'p/a & b <c> "d" \'e\' \u{1F600} \u00e9', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: '9f86d0' }],
@@ -31,10 +35,17 @@ describe('parseListObjectsV2', () => {
 
   it('reads UTF-8 keys, owners, times without milliseconds and multipart ETags', () => {
     const xml = page(
-      contents('p/\u00e9t\u00e9/\u{1F600}', '<Owner><ID>x</ID><DisplayName>y</DisplayName></Owner>').replace('15:20:00.000Z', '15:20:00Z').replace('9f86d0', 'abc-3'),
+      contents('p/\u00e9t\u00e9/\u{1F600}', '<Owner><ID>x</ID><DisplayName>y</DisplayName></Owner>')
+        .replace('15:20:00.000Z', '15:20:00Z')
+        .replace('9f86d0', 'abc-3'),
     );
     const parsed = parseListObjectsV2(Buffer.from(xml, 'utf8'))!;
-    expect(parsed.objects[0]).toEqual({ key: 'p/\u00e9t\u00e9/\u{1F600}', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: 'abc-3' });
+    expect(parsed.objects[0]).toEqual({
+      key: 'p/\u00e9t\u00e9/\u{1F600}',
+      size: 5321,
+      lastModified: '2026-05-04T15:20:00.000Z',
+      etag: 'abc-3',
+    });
   });
 
   it('turns CR LF into LF in keys, as an XML parser does, and keeps an escaped CR', () => {
@@ -47,7 +58,13 @@ describe('parseListObjectsV2', () => {
     expect([a, b, c]).toEqual(['2026-05-04T15:20:00.000Z', '2026-05-04T15:20:00.000Z', '2026-05-04T15:21:07.250Z']);
     expect(a).toBe(b);
     expect(isoTime(new Date(a))).toBe(a);
-    for (const text of ['2024-02-29T23:59:59.999Z', '2026-05-04T15:20:00Z', '1999-12-31T23:59:59.000Z', '2026-05-04T17:20:00.5+02:00', '0099-01-01T00:00:00.000Z']) {
+    for (const text of [
+      '2024-02-29T23:59:59.999Z',
+      '2026-05-04T15:20:00Z',
+      '1999-12-31T23:59:59.000Z',
+      '2026-05-04T17:20:00.5+02:00',
+      '0099-01-01T00:00:00.000Z',
+    ]) {
       const [object] = parseListObjectsV2(page(contents('p/x').replace('2026-05-04T15:20:00.000Z', text)))!.objects;
       expect(object.lastModified).toBe(new Date(text).toISOString());
     }
@@ -81,7 +98,10 @@ describe('S3Store.listPages with the fast reader', () => {
   it('lets the SDK read a page the fast reader steps aside for, with the same result', async () => {
     // GIVEN an endpoint answering with a listing written with CDATA (valid XML the fast reader does not handle)
     const xml = page(`${contents('<![CDATA[p/cdata & key]]>')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`);
-    const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
+    const store = new S3Store(
+      faultyClient(() => ({ status: 200, body: xml })),
+      'bucket',
+    );
 
     // WHEN it is listed
     const pages: ListPage[] = [];
@@ -89,7 +109,11 @@ describe('S3Store.listPages with the fast reader', () => {
 
     // THEN the SDK's reading comes through
     expect(pages).toEqual([
-      { objects: [{ key: 'p/cdata & key', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: '9f86d0' }], prefixes: ['p/f/'], truncated: false },
+      {
+        objects: [{ key: 'p/cdata & key', size: 5321, lastModified: '2026-05-04T15:20:00.000Z', etag: '9f86d0' }],
+        prefixes: ['p/f/'],
+        truncated: false,
+      },
     ]);
   });
 
@@ -97,7 +121,10 @@ describe('S3Store.listPages with the fast reader', () => {
     // GIVEN an endpoint whose listing holds &#1114112; (one past the last Unicode code point)
     const xml = page(contents('p/a&#1114112;') + contents('p/b'));
     const read = async (parser: 'fast' | 'sdk'): Promise<ListPage[]> => {
-      const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
+      const store = new S3Store(
+        faultyClient(() => ({ status: 200, body: xml })),
+        'bucket',
+      );
       store.listParser = parser;
       const pages: ListPage[] = [];
       for await (const p of store.listPages({ prefix: 'p/' })) pages.push(p);
@@ -111,9 +138,16 @@ describe('S3Store.listPages with the fast reader', () => {
   });
 
   it('reads exactly what the SDK reads from the same answer', async () => {
-    const xml = page(`${contents('p/a &amp; b') + contents('p/\u00e9')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`, true, 'next');
+    const xml = page(
+      `${contents('p/a &amp; b') + contents('p/\u00e9')}<CommonPrefixes><Prefix>p/f/</Prefix></CommonPrefixes>`,
+      true,
+      'next',
+    );
     const read = async (parser: 'fast' | 'sdk'): Promise<ListPage> => {
-      const store = new S3Store(faultyClient(() => ({ status: 200, body: xml })), 'bucket');
+      const store = new S3Store(
+        faultyClient(() => ({ status: 200, body: xml })),
+        'bucket',
+      );
       store.listParser = parser;
       for await (const p of store.listPages({ prefix: 'p/' })) return p;
       throw new Error('no page');

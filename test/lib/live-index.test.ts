@@ -132,7 +132,10 @@ describe('readLiveIndex', () => {
 
   it("reports the monolith's error when the manifest is absent", async () => {
     const bucket = (await testStore()).bucket;
-    const store = new S3Store(faultyClient((r) => (r.path.endsWith(INDEX_KEY) ? { status: 503, code: 'SlowDown' } : undefined), { maxAttempts: 1 }), bucket);
+    const store = new S3Store(
+      faultyClient((r) => (r.path.endsWith(INDEX_KEY) ? { status: 503, code: 'SlowDown' } : undefined), { maxAttempts: 1 }),
+      bucket,
+    );
 
     const error = await withoutUnhandledRejections(() => readLiveIndex(store, { root: { bucket, prefix: 'x' } }).catch((e: unknown) => e));
 

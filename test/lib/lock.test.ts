@@ -177,7 +177,9 @@ describe('publishing against a held lock', () => {
     const lockEtag = await putObject(store, 'live/.datastore.lock', held);
 
     const started = Date.now();
-    const error = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 1500 } } }).catch((e: unknown) => e);
+    const error = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 1500 } } }).catch(
+      (e: unknown) => e,
+    );
     const elapsed = Date.now() - started;
 
     expect(error).toBeInstanceOf(LockBusyError);
@@ -195,7 +197,11 @@ describe('publishing against a held lock', () => {
   it('takes over a stale lock (ttl expired) and publishes', async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'stale', objects: 3 });
-    await putObject(store, 'stale/.datastore.lock', JSON.stringify(lockBody({ holder: 'crashed-client', ttlMs: 1, acquiredAt: '2026-01-01T00:00:00.000Z' })));
+    await putObject(
+      store,
+      'stale/.datastore.lock',
+      JSON.stringify(lockBody({ holder: 'crashed-client', ttlMs: 1, acquiredAt: '2026-01-01T00:00:00.000Z' })),
+    );
 
     const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 1500 } } });
 
@@ -215,7 +221,10 @@ describe('publishing against a held lock', () => {
       released ??= holder.release();
     };
 
-    const report = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 10_000, onWait } } });
+    const report = await healRoot(connectStore(store.bucket), seeded.root, {
+      mode: 'repair',
+      publish: { lock: { waitMs: 10_000, onWait } },
+    });
     await released;
 
     expect(report.scopes[0].published).toBe(true);

@@ -5,7 +5,14 @@ import { s3Event, s3EventRecord } from '../helpers/factories';
 describe('parseNotification', () => {
   it('reads S3 records, decoding keys (+ as space, %2B as +, unicode), removals without size or eTag', () => {
     const event = s3Event([
-      s3EventRecord({ bucket: 'b', key: 'swamp/data/a b+c/ü 日本.txt', size: 12, etag: 'e1', sequencer: '0A', eventTime: '2026-07-01T00:00:00.000Z' }),
+      s3EventRecord({
+        bucket: 'b',
+        key: 'swamp/data/a b+c/ü 日本.txt',
+        size: 12,
+        etag: 'e1',
+        sequencer: '0A',
+        eventTime: '2026-07-01T00:00:00.000Z',
+      }),
       s3EventRecord({ bucket: 'b', key: 'swamp/logs/x.log', kind: 'removed', sequencer: '0B' }),
     ]);
 
@@ -16,8 +23,24 @@ describe('parseNotification', () => {
       source: 's3',
       ignored: 0,
       changes: [
-        { bucket: 'b', key: 'swamp/data/a b+c/ü 日本.txt', kind: 'created', size: 12, etag: 'e1', sequencer: '0A', eventTime: '2026-07-01T00:00:00.000Z' },
-        { bucket: 'b', key: 'swamp/logs/x.log', kind: 'removed', size: undefined, etag: undefined, sequencer: '0B', eventTime: expect.any(String) },
+        {
+          bucket: 'b',
+          key: 'swamp/data/a b+c/ü 日本.txt',
+          kind: 'created',
+          size: 12,
+          etag: 'e1',
+          sequencer: '0A',
+          eventTime: '2026-07-01T00:00:00.000Z',
+        },
+        {
+          bucket: 'b',
+          key: 'swamp/logs/x.log',
+          kind: 'removed',
+          size: undefined,
+          etag: undefined,
+          sequencer: '0B',
+          eventTime: expect.any(String),
+        },
       ],
     });
     expect(event.Records[0].s3.object.key).toBe('swamp/data/a+b%2Bc/%C3%BC+%E6%97%A5%E6%9C%AC.txt');
@@ -38,20 +61,40 @@ describe('parseNotification', () => {
   });
 
   it('reads S3 EventBridge events', () => {
-    const created = { source: 'aws.s3', 'detail-type': 'Object Created', time: '2026-07-01T00:00:00Z', detail: { bucket: { name: 'b' }, object: { key: 'p/logs/a.log', size: 3, etag: 'e', sequencer: '01' } } };
-    const deleted = { ...created, 'detail-type': 'Object Deleted', detail: { bucket: { name: 'b' }, object: { key: 'p/logs/a.log', sequencer: '02' } } };
+    const created = {
+      source: 'aws.s3',
+      'detail-type': 'Object Created',
+      time: '2026-07-01T00:00:00Z',
+      detail: { bucket: { name: 'b' }, object: { key: 'p/logs/a.log', size: 3, etag: 'e', sequencer: '01' } },
+    };
+    const deleted = {
+      ...created,
+      'detail-type': 'Object Deleted',
+      detail: { bucket: { name: 'b' }, object: { key: 'p/logs/a.log', sequencer: '02' } },
+    };
     expect(parseNotification(created)).toEqual({
       kind: 'changes',
       source: 'eventbridge',
       ignored: 0,
-      changes: [{ bucket: 'b', key: 'p/logs/a.log', kind: 'created', size: 3, etag: 'e', sequencer: '01', eventTime: '2026-07-01T00:00:00Z' }],
+      changes: [
+        { bucket: 'b', key: 'p/logs/a.log', kind: 'created', size: 3, etag: 'e', sequencer: '01', eventTime: '2026-07-01T00:00:00Z' },
+      ],
     });
     expect(parseNotification(JSON.stringify(deleted))).toMatchObject({ kind: 'changes', changes: [{ kind: 'removed', size: undefined }] });
-    expect(parseNotification({ ...created, 'detail-type': 'Object Tags Added' })).toMatchObject({ kind: 'changes', changes: [], ignored: 1 });
+    expect(parseNotification({ ...created, 'detail-type': 'Object Tags Added' })).toMatchObject({
+      kind: 'changes',
+      changes: [],
+      ignored: 1,
+    });
   });
 
   it('takes an EventBridge key as sent, and keeps its decoded reading aside only when the two differ', () => {
-    const event = (key: string) => ({ source: 'aws.s3', 'detail-type': 'Object Created', time: '2026-07-01T00:00:00Z', detail: { bucket: { name: 'b' }, object: { key, size: 1 } } });
+    const event = (key: string) => ({
+      source: 'aws.s3',
+      'detail-type': 'Object Created',
+      time: '2026-07-01T00:00:00Z',
+      detail: { bucket: { name: 'b' }, object: { key, size: 1 } },
+    });
     const changeOf = (key: string) => {
       const message = parseNotification(event(key));
       return message.kind === 'changes' ? message.changes[0] : undefined;
@@ -90,12 +133,26 @@ describe('placeChange', () => {
   ];
 
   it('places a key in the root whose prefix it is under, relative to it', () => {
-    expect(placeChange({ bucket: 'b', key: 'swamp/data/a/b/c' }, 'b', roots)).toEqual({ status: 'root', root: roots[0], rel: 'data/a/b/c' });
-    expect(placeChange({ bucket: 'b', key: 'other/deep/ns1/logs/x' }, 'b', roots)).toEqual({ status: 'root', root: roots[1], rel: 'ns1/logs/x' });
+    expect(placeChange({ bucket: 'b', key: 'swamp/data/a/b/c' }, 'b', roots)).toEqual({
+      status: 'root',
+      root: roots[0],
+      rel: 'data/a/b/c',
+    });
+    expect(placeChange({ bucket: 'b', key: 'other/deep/ns1/logs/x' }, 'b', roots)).toEqual({
+      status: 'root',
+      root: roots[1],
+      rel: 'ns1/logs/x',
+    });
   });
 
   it('tells internal keys, other buckets and keys outside every root apart', () => {
-    for (const key of ['swamp/.datastore-index.json', 'swamp/.datastore.lock', 'swamp/_control/x', 'swamp/_index/_meta.json', 'swamp/ns1/.namespace.json']) {
+    for (const key of [
+      'swamp/.datastore-index.json',
+      'swamp/.datastore.lock',
+      'swamp/_control/x',
+      'swamp/_index/_meta.json',
+      'swamp/ns1/.namespace.json',
+    ]) {
       expect(placeChange({ bucket: 'b', key }, 'b', roots).status).toBe('internal');
     }
     expect(placeChange({ bucket: 'a', key: 'swamp/data/x' }, 'b', roots)).toEqual({ status: 'foreign-bucket' });
@@ -105,6 +162,9 @@ describe('placeChange', () => {
   });
 
   it('places every key of a bucket in a root without prefix', () => {
-    expect(placeChange({ bucket: 'b', key: 'logs/x.log' }, 'b', [{ bucket: 'b', prefix: '' }])).toMatchObject({ status: 'root', rel: 'logs/x.log' });
+    expect(placeChange({ bucket: 'b', key: 'logs/x.log' }, 'b', [{ bucket: 'b', prefix: '' }])).toMatchObject({
+      status: 'root',
+      rel: 'logs/x.log',
+    });
   });
 });

@@ -254,7 +254,9 @@ describe('parallelLister against an in-memory S3', () => {
 
   it('fails the listing when a request fails, after its requests in flight settle', async () => {
     const memory = memoryStore(layouts['a swamp-like datastore'](), { failAfter: 12 });
-    await expect(keysOf(parallelLister({ concurrency: 4, pageSize: 20 })(memory.store, 'root/'))).rejects.toThrow('injected listing failure');
+    await expect(keysOf(parallelLister({ concurrency: 4, pageSize: 20 })(memory.store, 'root/'))).rejects.toThrow(
+      'injected listing failure',
+    );
   });
 
   it('refuses a concurrency or page size it cannot use, naming it', () => {

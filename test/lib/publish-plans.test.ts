@@ -3,9 +3,28 @@
  * under the lock is the same version, and the re-check after the write does not re-plan (or re-parse)
  * an index that is still exactly its own write. Anything else still re-plans.
  */
-import { type DatastoreIndex, type GetOptions, type LiveIndex, S3Store, emptyIndex, healRoot, publishIndex, withLock } from '../../lambda/lib/internal';
+import {
+  type DatastoreIndex,
+  type GetOptions,
+  type LiveIndex,
+  S3Store,
+  emptyIndex,
+  healRoot,
+  publishIndex,
+  withLock,
+} from '../../lambda/lib/internal';
 import { indexEntry } from '../helpers/factories';
-import { connectStore, putIndex, putObject, readIndex, seedDatastore, summarize, testClient, testStore, trackRequests } from '../helpers/s3';
+import {
+  connectStore,
+  putIndex,
+  putObject,
+  readIndex,
+  seedDatastore,
+  summarize,
+  testClient,
+  testStore,
+  trackRequests,
+} from '../helpers/s3';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -17,7 +17,6 @@ import {
 import type { S3Store } from '../../lambda/lib/internal';
 import { healedIndexJson, repairLines } from '../../bin/cli/format';
 
-
 /** A swamp client's push as the contract describes it: GET the index, upload, PUT the merged index unconditionally. */
 async function clientPush(store: S3Store, indexKey: string, base: string, files: Record<string, string>): Promise<void> {
   const current = await readIndex(store, indexKey);
@@ -162,7 +161,11 @@ describe('concurrent repairs of one root', () => {
         await withLock(client, 'del/.datastore.lock', { holder: 'swamp-cli' }, async () => {
           await deleteObject(client, `del/${victim}`);
           const current = (await readIndex(client, seeded.indexKey()))!;
-          await putIndex(client, seeded.indexKey(), [...current.entries.values()].filter((e) => e.key !== victim));
+          await putIndex(
+            client,
+            seeded.indexKey(),
+            [...current.entries.values()].filter((e) => e.key !== victim),
+          );
         });
       },
     });
@@ -176,7 +179,9 @@ describe('concurrent repairs of one root', () => {
     expect(index.entries.has('logs/new.log')).toBe(true);
     expect(index.entries.has(victim)).toBe(false);
     expect(summarize(index)).toEqual(
-      [...seeded.expectedEntries().filter((e) => e.key !== victim), { key: 'logs/new.log', size: 3 }].sort((a, b) => (a.key < b.key ? -1 : 1)),
+      [...seeded.expectedEntries().filter((e) => e.key !== victim), { key: 'logs/new.log', size: 3 }].sort((a, b) =>
+        a.key < b.key ? -1 : 1,
+      ),
     );
   });
 
@@ -194,7 +199,9 @@ describe('concurrent repairs of one root', () => {
       async beforePut(key) {
         if (key !== 'first/.datastore.lock' || pushed) return;
         pushed = true;
-        await withLock(client, 'first/.datastore.lock', { holder: 'swamp-cli' }, () => clientPush(client, seeded.indexKey(), 'first/', { ...added, 'logs/e.log': 'e' }));
+        await withLock(client, 'first/.datastore.lock', { holder: 'swamp-cli' }, () =>
+          clientPush(client, seeded.indexKey(), 'first/', { ...added, 'logs/e.log': 'e' }),
+        );
       },
     });
 
@@ -205,7 +212,14 @@ describe('concurrent repairs of one root', () => {
     const scope = report.scopes[0];
     expect(scope).toMatchObject({ published: false, drift: { missing: 4, stale: 0, resized: 0 }, entries: 11 });
     expect((await readIndex(store, seeded.indexKey()))!.entries.size).toBe(11);
-    expect(healedIndexJson(scope)).toMatchObject({ published: false, healedByAnotherWriter: true, added: 0, removed: 0, resized: 0, entries: 11 });
+    expect(healedIndexJson(scope)).toMatchObject({
+      published: false,
+      healedByAnotherWriter: true,
+      added: 0,
+      removed: 0,
+      resized: 0,
+      entries: 11,
+    });
     expect(repairLines(report)).toEqual([`Index ${scope.scope} was healed by another writer meanwhile (11 entries); nothing published.`]);
   });
 

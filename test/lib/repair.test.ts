@@ -1,6 +1,17 @@
 /** repairResumable against moto: a listing spread over several runs, saved under _control/, healed once complete. */
 import { REPAIR_PARTS_DIR, REPAIR_PROGRESS_KEY, type ResumableRepairResult, repairResumable } from '../../lambda/lib/internal';
-import { connectStore, deleteObject, listKeys, putObject, readIndex, readObject, seedDatastore, snapshotBucket, summarize, testStore } from '../helpers/s3';
+import {
+  connectStore,
+  deleteObject,
+  listKeys,
+  putObject,
+  readIndex,
+  readObject,
+  seedDatastore,
+  snapshotBucket,
+  summarize,
+  testStore,
+} from '../helpers/s3';
 
 describe('repairResumable', () => {
   it('lists a page per run when time is short, publishes nothing until the listing is complete, then heals exactly and cleans up', async () => {

@@ -16,8 +16,10 @@ import { namespaceMarker } from '../helpers/factories';
 import { connectStore, putObjects, testStore } from '../helpers/s3';
 
 describe('datastore configs', () => {
-  it('reads swamp\'s config keys', () => {
-    expect(parseDatastoreConfig({ bucket: 'b', prefix: 'swamp/', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true })).toEqual({
+  it("reads swamp's config keys", () => {
+    expect(
+      parseDatastoreConfig({ bucket: 'b', prefix: 'swamp/', region: 'eu-west-1', endpoint: 'http://127.0.0.1:9000', forcePathStyle: true }),
+    ).toEqual({
       bucket: 'b',
       prefix: 'swamp/',
       region: 'eu-west-1',
@@ -41,7 +43,8 @@ describe('datastore configs', () => {
   });
 
   it('accepts region names of S3 and of S3-compatible stores', () => {
-    for (const region of ['eu-west-1', 'us-gov-west-1', 'cn-north-1', 'auto']) expect(parseDatastoreConfig({ bucket: 'b', region }).region).toBe(region);
+    for (const region of ['eu-west-1', 'us-gov-west-1', 'cn-north-1', 'auto'])
+      expect(parseDatastoreConfig({ bucket: 'b', region }).region).toBe(region);
   });
 
   it('lets settings override the --config JSON, ignoring undefined ones', () => {

@@ -55,7 +55,12 @@ describe('S3Store', () => {
 
     expect(pages.map((p) => p.objects.length)).toEqual([4, 4, 3]);
     expect(pages.flatMap((p) => p.objects.map((o) => o.key))).toEqual(keys);
-    expect(pages[0].objects[0]).toEqual({ key: keys[0], size: Buffer.byteLength(keys[0]), lastModified: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), etag: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    expect(pages[0].objects[0]).toEqual({
+      key: keys[0],
+      size: Buffer.byteLength(keys[0]),
+      lastModified: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      etag: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
     expect(store.requests.ListObjectsV2).toBe(3);
   });
 

@@ -93,8 +93,16 @@ describe('healRoot on a shard-first root', () => {
     expect((await readIndex(store, `${base}_index/audit.json`))!.entries.get('audit/6.json')).toMatchObject({ note: 'kept' });
     // only the shards that drifted (and the manifest) were written
     const after = new Map((await listObjects(store, `${base}_index/`)).map((o) => [o.key, o.etag]));
-    const changed = [...after].filter(([k, etag]) => before.get(k) !== etag).map(([k]) => k).sort();
-    expect(changed).toEqual([`${base}_index/_meta.json`, `${base}_index/audit.json`, `${base}_index/files.json`, `${base}_index/logs.json`]);
+    const changed = [...after]
+      .filter(([k, etag]) => before.get(k) !== etag)
+      .map(([k]) => k)
+      .sort();
+    expect(changed).toEqual([
+      `${base}_index/_meta.json`,
+      `${base}_index/audit.json`,
+      `${base}_index/files.json`,
+      `${base}_index/logs.json`,
+    ]);
     // the monolith is untouched and the unshardable key is in no shard
     expect((await listObjects(store, `${base}.datastore-index.json`))[0].etag).toBe(monolithEtag);
     expect(JSON.stringify([...after.keys()])).not.toContain('misc');
@@ -125,7 +133,9 @@ describe('healRoot on a shard-first root', () => {
     ['listed last', ['_root', 'audit', 'files', 'logs']],
   ])('replaces an unreadable shard %s in the manifest, keeping a copy, without losing races to itself', async (_where, partitions) => {
     const { store, seeded, base, expected } = await shardRoot(`bad${partitions[0].replace('_', '')}`);
-    const good = expected.filter((e) => ['_root', 'audit', 'files'].includes(partitionOf(e.key) ?? '')).map((e) => indexEntry(e.key, { size: e.size }));
+    const good = expected
+      .filter((e) => ['_root', 'audit', 'files'].includes(partitionOf(e.key) ?? ''))
+      .map((e) => indexEntry(e.key, { size: e.size }));
     await putShardLayout(store, base, good, shardMeta(partitions, 3));
     await putObject(store, `${base}_index/logs.json`, '{"version":1,"entries":');
 
