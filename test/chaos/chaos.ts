@@ -20,7 +20,7 @@ import {
 import type { SQSRecord } from 'aws-lambda';
 import { LOCK_KEY, SHARD_META_KEY, S3Store, createS3Client, isInternalKey, partitionOf } from '../../lambda/lib/internal';
 import { freePort } from '../helpers/moto';
-import { CHAOS_LAYOUTS, type ChaosLayout, type ClientStats, OutOfBandWriter, type Published, SwampClient, readTruth } from './clients';
+import { CHAOS_LAYOUTS, type ChaosLayout, OutOfBandWriter, emptyClientStats, type Published, SwampClient, readTruth } from './clients';
 import { FAULT_KINDS, type FaultKind, type FaultProxy, type FaultRates, NO_FAULTS, type SeenRequest, startFaultProxy } from './fault-proxy';
 import { type Rng, seededRng } from './rng';
 
@@ -273,16 +273,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await direct.put(`dual/${SHARD_META_KEY}`, JSON.stringify({ version: 1, partitions: [] }));
     await direct.put(`shard/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
 
-    const stats: ClientStats = {
-      pushes: 0,
-      uploads: 0,
-      deletes: 0,
-      lockWaitsMs: [],
-      lockWaitStarts: [],
-      lockTimeouts: 0,
-      oobOps: 0,
-      errors: [],
-    };
+    const stats = emptyClientStats();
     const published = new Map<string, Published>();
     const clients: SwampClient[] = [];
     for (const root of roots) {
@@ -688,16 +679,7 @@ export async function runCrashPoints(log: (line: string) => void = () => undefin
         const base = `${root}/`;
         if (layout === 'dual-write') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 1, partitions: [] }));
         if (layout === 'shard-first') await direct.put(base + SHARD_META_KEY, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
-        const stats: ClientStats = {
-          pushes: 0,
-          uploads: 0,
-          deletes: 0,
-          lockWaitsMs: [],
-          lockWaitStarts: [],
-          lockTimeouts: 0,
-          oobOps: 0,
-          errors: [],
-        };
+        const stats = emptyClientStats();
         const client = new SwampClient(direct, root, layout, `c-${step}`, seededRng(rng.int(2 ** 31)), stats, new Map());
         await client.push();
         await client.push();

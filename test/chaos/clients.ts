@@ -45,6 +45,11 @@ export interface ClientStats {
   errors: string[];
 }
 
+/** Counters of a run that has not started. */
+export function emptyClientStats(): ClientStats {
+  return { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CLIENT_TTL_MS = 30_000;
 const LOCK_GIVE_UP_MS = 60_000;
