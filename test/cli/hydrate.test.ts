@@ -190,7 +190,7 @@ describe('datastore-indexer hydrate', () => {
     expect(landed).toBeLessThan(150);
     // AND every file at its final name is whole: an unfinished download is only ever a part file
     const tree = readTree(cache);
-    const parts = [...tree.keys()].filter((rel) => rel.endsWith('.datastore-indexer.part'));
+    const parts = [...tree.keys()].filter((rel) => rel.startsWith('_control/datastore-indexer/parts/'));
     for (const rel of parts) tree.delete(rel);
     expect(asComparable(tree)).toEqual(asComparable(new Map([...tree.keys()].map((rel) => [rel, bodies[rel]]))));
 
