@@ -616,14 +616,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
     report.lockTimeouts = stats.lockTimeouts;
     report.clientErrors = stats.errors;
-    report.ok =
-      report.vanished.length === 0 &&
-      report.lostFields.length === 0 &&
-      report.finalMismatch.length === 0 &&
-      report.leftovers.length === 0 &&
-      report.crashesWithoutMessage.length === 0 &&
-      report.lockTimeouts === 0 &&
-      report.clientErrors.length === 0;
+    report.ok = problemsOf(report).length === 0 && report.lockTimeouts === 0;
     return report;
   } finally {
     for (const c of children) c.kill('SIGKILL');
@@ -634,6 +627,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     moto.stop();
     rmSync(own, { recursive: true, force: true });
   }
+}
+
+/** Every broken invariant a run reported, one line each (lock timeouts are counted apart). */
+export function problemsOf(report: ChaosReport): string[] {
+  return [
+    ...report.vanished,
+    ...report.lostFields,
+    ...report.finalMismatch,
+    ...report.leftovers,
+    ...report.crashesWithoutMessage,
+    ...report.clientErrors,
+  ];
 }
 
 /** The command that replays a seed. */

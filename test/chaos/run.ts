@@ -4,7 +4,7 @@
  * prints the command that replays it. Exit 1 when any seed broke an invariant.
  */
 import { writeFileSync } from 'node:fs';
-import { type ChaosOptions, type ChaosReport, replayCommand, runChaos, runCrashPoints } from './chaos';
+import { type ChaosOptions, type ChaosReport, problemsOf, replayCommand, runChaos, runCrashPoints } from './chaos';
 
 function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel: number; faults: boolean; kills: boolean; json?: string } {
   const out = { seeds: [1], seconds: 60, parallel: 1, faults: true, kills: true, json: undefined as string | undefined };
@@ -109,14 +109,7 @@ async function main(): Promise<void> {
       if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
       if (!report.ok) {
         process.exitCode = 1;
-        const problems = [
-          ...report.vanished,
-          ...report.lostFields,
-          ...report.finalMismatch,
-          ...report.leftovers,
-          ...report.crashesWithoutMessage,
-          ...report.clientErrors,
-        ];
+        const problems = problemsOf(report);
         if (report.lockTimeouts) problems.push(`${report.lockTimeouts} client lock timeouts`);
         console.error(`seed ${seed} FAILED:\n  ${problems.slice(0, 30).join('\n  ')}\n  replay: ${replayCommand(options)}`);
       }
