@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ModelProcess, startModelProcess } from './model';
 import { type Row, median, table } from './report';
-import { type Target, type Timing, unindex } from './rows';
+import { type Target, type Timing, rcloneEnv, unindex } from './rows';
 
 const REPO = join(__dirname, '..');
 const CLI = join(REPO, 'dist', 'cli', 'cli.js');
@@ -130,16 +130,7 @@ function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: 
  * `--fast-list` it lists the root in one recursive walk rather than a listing per folder.
  */
 function rcloneCopy(target: Target, fastList = false): (dir: string) => Promise<ChildRun> {
-  const env: NodeJS.ProcessEnv = {
-    ...childEnv(),
-    RCLONE_CONFIG_BENCH_TYPE: 's3',
-    RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
-    RCLONE_CONFIG_BENCH_ENDPOINT: target.endpoint,
-    RCLONE_CONFIG_BENCH_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'bench',
-    RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'bench',
-    RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
-    RCLONE_CONFIG_BENCH_LIST_VERSION: '2',
-  };
+  const env = rcloneEnv(target, childEnv());
   const flags = ['--transfers', '32', ...(fastList ? ['--fast-list'] : [])];
   return (dir) => timed('rclone', ['copy', ...flags, `bench:${target.bucket}/${target.prefix}`, dir], env);
 }

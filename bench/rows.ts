@@ -109,14 +109,10 @@ export function rcloneVersion(): string | undefined {
   return probe.status === 0 ? probe.stdout.split('\n')[0].trim() : undefined;
 }
 
-/**
- * `rclone lsjson -R --files-only` of the root through a remote configured from the environment
- * (`RCLONE_CONFIG_BENCH_*`, S3 provider Other, path style, ListObjectsV2, 1,000 keys a page),
- * with the listing's own times (`--use-server-modtime`, no HeadObject per file), as fast as rclone goes.
- */
-export function rcloneList(target: Target, mode: RcloneMode): Promise<Timing> {
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+/** `base` plus an rclone remote named `bench` for the target (path-style S3, ListObjectsV2). */
+export function rcloneEnv(target: Target, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return {
+    ...base,
     RCLONE_CONFIG_BENCH_TYPE: 's3',
     RCLONE_CONFIG_BENCH_PROVIDER: 'Other',
     RCLONE_CONFIG_BENCH_ENDPOINT: target.endpoint,
@@ -125,6 +121,15 @@ export function rcloneList(target: Target, mode: RcloneMode): Promise<Timing> {
     RCLONE_CONFIG_BENCH_FORCE_PATH_STYLE: 'true',
     RCLONE_CONFIG_BENCH_LIST_VERSION: '2',
   };
+}
+
+/**
+ * `rclone lsjson -R --files-only` of the root through a remote configured from the environment
+ * (`RCLONE_CONFIG_BENCH_*`, S3 provider Other, path style, ListObjectsV2, 1,000 keys a page),
+ * with the listing's own times (`--use-server-modtime`, no HeadObject per file), as fast as rclone goes.
+ */
+export function rcloneList(target: Target, mode: RcloneMode): Promise<Timing> {
+  const env = rcloneEnv(target, process.env);
   delete env.AWS_CA_BUNDLE;
   const args = ['lsjson', '-R', '--files-only', '--no-mimetype', '--use-server-modtime', '--s3-list-chunk', '1000'];
   if ('fastList' in mode) args.push('--fast-list');
