@@ -1,7 +1,7 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
 import { createHash } from 'node:crypto';
-import { mkdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
-import { type Stats, createWriteStream, statSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { type Stats, createWriteStream, renameSync, statSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -69,6 +69,8 @@ export async function hydrateCache(
 ): Promise<HydrateReport> {
   const cacheDir = resolve(options.cacheDir);
   await makeFolder(cacheDir);
+  // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
+  const startedEmpty = (await readdir(cacheDir)).length === 0;
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
@@ -78,7 +80,7 @@ export async function hydrateCache(
   let bytes = 0;
   let done = 0;
   const settle = (): void => options.onProgress?.(++done, total);
-  const dirs = new Map<string, Promise<unknown>>();
+  const dirs = new Map([[cacheDir, Promise.resolve()]]);
 
   await mapLimit(index.entries.values(), options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY, async (entry) => {
     let path: string;
@@ -88,7 +90,7 @@ export async function hydrateCache(
       refused.push(entry.key);
       return settle();
     }
-    const local = localFile(path);
+    const local = startedEmpty ? undefined : localFile(path);
     if (local?.isFile() && local.size === entry.size) {
       present++;
       return settle();
@@ -244,7 +246,7 @@ function fileError(err: unknown, path: string): Error {
  * Downloads an object to its part file (see `partPathOf`), then renames it to `path`: a run killed midway
  * leaves at most a part file, which never counts as present.
  */
-async function download(store: S3Store, key: string, path: string, part: string, dirs: Map<string, Promise<unknown>>): Promise<number> {
+async function download(store: S3Store, key: string, path: string, part: string, dirs: Map<string, Promise<void>>): Promise<number> {
   const object = await store.open(key);
   if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
   const expected = object.info.size;
@@ -259,12 +261,15 @@ async function download(store: S3Store, key: string, path: string, part: string,
       size = chunks.reduce((n, c) => n + c.length, 0);
       // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
       if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
-      await writeFile(part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      // Synchronous on purpose: a small file is written in microseconds, and each asynchronous call
+      // (open, write, close, rename) would cost two thread-pool handoffs of kernel time per file.
+      writeFileSync(part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      renameSync(part, path);
     } else {
       await pipeline(object.stream, createWriteStream(part));
       size = (await stat(part)).size;
+      await rename(part, path);
     }
-    await rename(part, path);
     return size;
   } catch (err) {
     object.stream.destroy();
@@ -273,11 +278,22 @@ async function download(store: S3Store, key: string, path: string, part: string,
   }
 }
 
-/** Makes a folder once per run: the files of a folder share one `mkdir`. */
-function madeDir(dirs: Map<string, Promise<unknown>>, dir: string): Promise<unknown> {
+/**
+ * Makes a folder under the cache once per run, its missing parents first, so each new folder costs one
+ * `mkdir` (a recursive one retries from the top); the files of a folder share it.
+ */
+function madeDir(dirs: Map<string, Promise<void>>, dir: string): Promise<void> {
   let made = dirs.get(dir);
   if (!made) {
-    made = mkdir(dir, { recursive: true });
+    const parent = dirname(dir);
+    made = (parent === dir ? Promise.resolve() : madeDir(dirs, parent)).then(() =>
+      mkdir(dir).then(
+        () => undefined,
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'EEXIST') throw err;
+        },
+      ),
+    );
     dirs.set(dir, made);
   }
   return made;
