@@ -4,7 +4,6 @@ import { execFileSync } from 'node:child_process';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const fs = require('node:fs') as typeof import('node:fs');
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { parseConfig } from '../../lambda/handler/config';
 import { hydrateLine } from '../../bin/cli/format';
@@ -22,6 +21,7 @@ import {
 } from '../../lambda/lib/internal';
 import { datastoreConfig, ensureBuiltCli, readTree, runCli, tempDir } from '../cli/helpers';
 import { indexEntry } from '../helpers/factories';
+import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { connectStore, listKeys, putIndex, putObject, putObjects, readIndex, readObject, testEndpoint, testStore } from '../helpers/s3';
 import { CASES, type ConfigCase, type EventCase, HUGE_INDEX, type IndexCase, type KeyCase, type RunCase } from './cases';
 
@@ -130,36 +130,17 @@ async function fullDiskAtTheSeam(store: S3Store, cacheDir: string): Promise<{ co
 }
 
 /** A loopback proxy that answers 501 NotImplemented to every conditional write, like a store without them. */
-async function noConditionalWrites(): Promise<{ endpoint: string; close(): void }> {
-  const upstream = new URL(testEndpoint());
-  const server = createServer((req, res) => {
+function noConditionalWrites(): Promise<LoopbackProxy> {
+  return startLoopbackProxy(testEndpoint(), (req, res) => {
     const conditional = req.headers['if-match'] !== undefined || req.headers['if-none-match'] !== undefined;
-    if (conditional && (req.method === 'PUT' || req.method === 'DELETE')) {
-      req.resume();
-      res.writeHead(501, { 'content-type': 'application/xml' });
-      res.end(
-        '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>',
-      );
-      return;
-    }
-    const out = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
+    if (!conditional || (req.method !== 'PUT' && req.method !== 'DELETE')) return false;
+    req.resume();
+    res.writeHead(501, { 'content-type': 'application/xml' });
+    res.end(
+      '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>',
     );
-    req.pipe(out);
+    return true;
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    close: () => {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
 }
 
 describe('runs of the command', () => {
@@ -229,7 +210,7 @@ describe('runs of the command', () => {
           expect(await readObject(store, 'swamp/.datastore.lock')).toBeUndefined();
           return run;
         } finally {
-          proxy.close();
+          await proxy.close();
         }
       }
       case 'refused-key-in-index': {

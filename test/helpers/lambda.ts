@@ -9,20 +9,13 @@
  * const lambda = loadHandler(handlerEnv({ bucket: fixture.store.bucket, prefixes: 'swamp', s3: proxy.endpoint }));
  * const { result } = await invoke(lambda, sqsEventFrom(await fixture.receive()));
  */
-import { type IncomingMessage, type Server, createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { S3Store } from '../../lambda/lib';
 import { rebuildIfStale } from './bundle';
+import { notifyQueue } from './notifications';
+import { type LoopbackProxy, startLoopbackProxy } from './proxy';
 import { T0 } from './factories';
 import { testEndpoint, testStore } from './s3';
 
@@ -230,15 +223,13 @@ export interface ProxiedRequest {
 }
 
 /** A loopback HTTP proxy in front of an S3 endpoint that records every request. */
-export interface CountingProxy {
-  readonly endpoint: string;
+export interface CountingProxy extends LoopbackProxy {
   readonly requests: ProxiedRequest[];
   reset(): void;
   /** Requests by S3 operation (GetObject, HeadObject, PutObject, DeleteObject, ListObjectsV2, Other). */
   byOperation(): Record<string, number>;
   /** PUTs of one object key. */
   putsOf(bucket: string, key: string): number;
-  close(): Promise<void>;
 }
 
 function operationOf(r: ProxiedRequest): string {
@@ -250,29 +241,14 @@ function operationOf(r: ProxiedRequest): string {
 
 /** Starts a counting proxy on 127.0.0.1 forwarding to `target`. */
 export async function startCountingProxy(target: string): Promise<CountingProxy> {
-  const upstream = new URL(target);
   const requests: ProxiedRequest[] = [];
-  const server: Server = createServer((req: IncomingMessage, res) => {
+  const proxy = await startLoopbackProxy(target, (req) => {
     const url = new URL(req.url ?? '/', 'http://proxy');
     requests.push({ method: req.method ?? 'GET', path: decodeURIComponent(url.pathname), query: url.search });
-    const forward = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
-    forward.on('error', (err) => {
-      res.writeHead(502);
-      res.end(String(err));
-    });
-    req.pipe(forward);
+    return false;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    ...proxy,
     requests,
     reset: () => void requests.splice(0),
     byOperation() {
@@ -281,11 +257,6 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
       return counts;
     },
     putsOf: (bucket, key) => requests.filter((r) => r.method === 'PUT' && r.path === `/${bucket}/${key}`).length,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
   };
 }
 
@@ -320,16 +291,7 @@ export interface NotifiedBucket {
 export async function notifiedBucket(prefix = 'lambda'): Promise<NotifiedBucket> {
   const store = await testStore({ bucketPrefix: prefix });
   const sqs = testSqs();
-  const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `q-${store.bucket}`.slice(0, 80) }));
-  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-  await store.client.send(
-    new PutBucketNotificationConfigurationCommand({
-      Bucket: store.bucket,
-      NotificationConfiguration: {
-        QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }],
-      },
-    }),
-  );
+  const { url: QueueUrl } = await notifyQueue(store.client, sqs, store.bucket, `q-${store.bucket}`.slice(0, 80));
   const receiveOnce = async (waitSeconds: number): Promise<Message[]> => {
     const out = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds, AttributeNames: ['All'] }),
@@ -357,7 +319,7 @@ export async function notifiedBucket(prefix = 'lambda'): Promise<NotifiedBucket>
     return all;
   };
   await receive(); // the s3:TestEvent of the new configuration
-  return { store, queueUrl: QueueUrl!, receive, receiveUntil };
+  return { store, queueUrl: QueueUrl, receive, receiveUntil };
 }
 
 // ---------------------------------------------------------------------------------------------
