@@ -4,16 +4,9 @@
  * (`dist/lambda/index.js`, the artifact the stack deploys) turns that batch into one index write.
  */
 import { join } from 'node:path';
-import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from '@aws-sdk/client-sqs';
+import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type DatastoreRoot, INDEX_KEY, type S3Store, readLiveIndex, scopeBase } from '../lambda/lib/internal';
+import { notifyQueue } from '../test/helpers/notifications';
 
 /** What this step needs of the demo's shared state. */
 interface LambdaDemoState {
@@ -50,17 +43,9 @@ export const lambdaStep = {
     const endpoint = state.moto!.endpoint;
     const sqs = new SQSClient({ endpoint, region: 'us-east-1' });
     state.cleanups.push(() => sqs.destroy());
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: 'datastore-indexer-demo' }));
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-    await store.client.send(
-      new PutBucketNotificationConfigurationCommand({
-        Bucket: state.bucket,
-        NotificationConfiguration: {
-          QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }],
-        },
-      }),
-    );
-    await receiveAll(sqs, QueueUrl!); // the configuration's s3:TestEvent
+    const queue = await notifyQueue(store.client, sqs, state.bucket, 'datastore-indexer-demo');
+    const QueueUrl = queue.url;
+    await receiveAll(sqs, QueueUrl); // the configuration's s3:TestEvent
 
     const root: DatastoreRoot = { bucket: state.bucket, prefix: state.prefix };
     const base = scopeBase({ root });
@@ -72,7 +57,7 @@ export const lambdaStep = {
     await store.delete(base + gone);
     objects.set(added, bytes);
     objects.delete(gone);
-    const messages = await receiveAll(sqs, QueueUrl!);
+    const messages = await receiveAll(sqs, QueueUrl);
     const encoded = messages.map((m) => /"key": ?"([^"]*out[^"]*)"/.exec(m.Body ?? '')?.[1]).find(Boolean);
 
     // The function's environment, as the stack sets it; the handler reads it at its cold start (the require).
@@ -96,7 +81,7 @@ export const lambdaStep = {
         messageAttributes: {},
         md5OfBody: m.MD5OfBody,
         eventSource: 'aws:sqs',
-        eventSourceARN: Attributes!.QueueArn,
+        eventSourceARN: queue.arn,
         awsRegion: 'us-east-1',
       })),
     };

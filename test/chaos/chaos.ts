@@ -8,18 +8,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { PutBucketNotificationConfigurationCommand, CreateBucketCommand } from '@aws-sdk/client-s3';
-import {
-  CreateQueueCommand,
-  DeleteMessageBatchCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-  type Message,
-} from '@aws-sdk/client-sqs';
+import { CreateBucketCommand } from '@aws-sdk/client-s3';
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient, type Message } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { LOCK_KEY, SHARD_META_KEY, S3Store, createS3Client, isInternalKey, partitionOf } from '../../lambda/lib/internal';
 import { freePort } from '../helpers/moto';
+import { notifyQueue } from '../helpers/notifications';
 import { CHAOS_LAYOUTS, type ChaosLayout, OutOfBandWriter, emptyClientStats, type Published, SwampClient, readTruth } from './clients';
 import { FAULT_KINDS, type FaultKind, type FaultProxy, type FaultRates, NO_FAULTS, type SeenRequest, startFaultProxy } from './fault-proxy';
 import { type Rng, seededRng } from './rng';
@@ -83,6 +77,15 @@ export interface ChaosReport {
   clientErrors: string[];
   drainMs: number;
   ok: boolean;
+}
+
+/** Local credentials and region for the SDK, and no instance-metadata lookups: every request goes to loopback. */
+function useLocalAwsEnv(): void {
+  process.env.AWS_ACCESS_KEY_ID ??= 'testing';
+  process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
+  process.env.AWS_REGION ??= 'us-east-1';
+  process.env.AWS_EC2_METADATA_DISABLED = 'true';
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 }
 
 /** A moto server with its requests serialised (test/chaos/serial_moto.py). */
@@ -210,11 +213,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const bundle = join(own, 'index.js');
   copyFileSync(CLI, cli);
   copyFileSync(BUNDLE, bundle);
-  process.env.AWS_ACCESS_KEY_ID ??= 'testing';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
-  process.env.AWS_REGION ??= 'us-east-1';
-  process.env.AWS_EC2_METADATA_DISABLED = 'true';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  useLocalAwsEnv();
 
   const moto = await startSerialMoto();
   const direct = new S3Store(
@@ -259,16 +258,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const children = new Set<ChildProcess>();
   try {
     await direct.client.send(new CreateBucketCommand({ Bucket: direct.bucket }));
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `chaos-${options.seed}` }));
-    const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-    await direct.client.send(
-      new PutBucketNotificationConfigurationCommand({
-        Bucket: direct.bucket,
-        NotificationConfiguration: {
-          QueueConfigurations: [{ QueueArn: Attributes!.QueueArn!, Events: ['s3:ObjectCreated:*', 's3:ObjectRemoved:*'] }],
-        },
-      }),
-    );
+    const { url: QueueUrl } = await notifyQueue(direct.client, sqs, direct.bucket, `chaos-${options.seed}`);
     // The layouts clients gave each root: dual-write and shard-first start with their manifest.
     await direct.put(`dual/${SHARD_META_KEY}`, JSON.stringify({ version: 1, partitions: [] }));
     await direct.put(`shard/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 0 }));
@@ -667,11 +657,7 @@ export interface CrashPointRow {
 
 /** Kills `repair` right after each S3 step of a publish, on each layout; a client then pushes and the next run must finish the work. */
 export async function runCrashPoints(log: (line: string) => void = () => undefined): Promise<CrashPointRow[]> {
-  process.env.AWS_ACCESS_KEY_ID ??= 'testing';
-  process.env.AWS_SECRET_ACCESS_KEY ??= 'testing';
-  process.env.AWS_REGION ??= 'us-east-1';
-  process.env.AWS_EC2_METADATA_DISABLED = 'true';
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+  useLocalAwsEnv();
   const moto = await startSerialMoto();
   const direct = new S3Store(createS3Client({ endpoint: moto.endpoint, forcePathStyle: true, region: 'us-east-1' }), 'crash-points');
   const rows: CrashPointRow[] = [];
