@@ -1,6 +1,6 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, opendir, rename, rm, rmdir, stat } from 'node:fs/promises';
 import { type Stats, createWriteStream, renameSync, statSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
@@ -70,7 +70,7 @@ export async function hydrateCache(
   const cacheDir = resolve(options.cacheDir);
   await makeFolder(cacheDir);
   // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
-  const startedEmpty = (await readdir(cacheDir)).length === 0;
+  const startedEmpty = await isEmptyFolder(cacheDir);
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
@@ -107,7 +107,7 @@ export async function hydrateCache(
 
   // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
   const indexCopy = join(cacheDir, INDEX_KEY);
-  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index)).catch((err: Error) =>
+  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index), dirs).catch((err: Error) =>
     failed.push({ key: INDEX_KEY, error: err.message }),
   );
   await removePartsFolder(cacheDir);
@@ -180,6 +180,16 @@ function localFile(path: string): Stats | undefined {
   }
 }
 
+/** Whether `path` is a folder without entries; reads one entry at most, however large the folder. */
+async function isEmptyFolder(path: string): Promise<boolean> {
+  const dir = await opendir(path);
+  try {
+    return (await dir.read()) === null;
+  } finally {
+    await dir.close();
+  }
+}
+
 /** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
 const BUFFERED_BODY_MAX = 1 << 20;
 
@@ -220,13 +230,11 @@ async function removePartsFolder(cacheDir: string): Promise<void> {
   const parts = join(resolve(cacheDir), INDEXER_DIR, 'parts');
   await rm(parts, { recursive: true, force: true }).catch(() => undefined);
   for (const dir of [join(resolve(cacheDir), INDEXER_DIR), join(resolve(cacheDir), CONTROL_DIR)]) {
-    if (
-      !(await rmdir(dir).then(
-        () => true,
-        () => false,
-      ))
-    )
-      break;
+    const removed = await rmdir(dir).then(
+      () => true,
+      () => false,
+    );
+    if (!removed) break;
   }
 }
 
@@ -261,10 +269,7 @@ async function download(store: S3Store, key: string, path: string, part: string,
       size = chunks.reduce((n, c) => n + c.length, 0);
       // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
       if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
-      // Synchronous on purpose: a small file is written in microseconds, and each asynchronous call
-      // (open, write, close, rename) would cost two thread-pool handoffs of kernel time per file.
-      writeFileSync(part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-      renameSync(part, path);
+      writeWhole(path, part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
     } else {
       await pipeline(object.stream, createWriteStream(part));
       size = (await stat(part)).size;
@@ -314,11 +319,21 @@ function readBody(stream: Readable): Promise<Buffer[]> {
   });
 }
 
-async function writeAtomically(path: string, part: string, body: Buffer): Promise<void> {
+/**
+ * Writes `body` to `part`, then renames it to `path`, so `path` only ever holds a whole file. Synchronous on
+ * purpose: a small file is written in microseconds, and each asynchronous call (open, write, close, rename)
+ * would cost two thread-pool handoffs of kernel time.
+ */
+function writeWhole(path: string, part: string, body: Buffer): void {
+  writeFileSync(part, body);
+  renameSync(part, path);
+}
+
+/** `writeWhole` for a file outside the downloads (the index copy), its part folder made first; a failure names `path`. */
+async function writeAtomically(path: string, part: string, body: Buffer, dirs: Map<string, Promise<void>>): Promise<void> {
   try {
-    await mkdir(dirname(part), { recursive: true });
-    await writeFile(part, body);
-    await rename(part, path);
+    await madeDir(dirs, dirname(part));
+    writeWhole(path, part, body);
   } catch (err) {
     await rm(part, { force: true });
     throw fileError(err, path);
