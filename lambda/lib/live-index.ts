@@ -388,7 +388,9 @@ export async function writeIndex(
   if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
   if (live.layout !== 'shard-first') {
     const etag = live.state === 'absent' ? undefined : live.etag;
-    const targets = live.mirror ? mirrorTargets(live, next) : [];
+    // Grouped once, for both the partitions to refresh and their bodies; a plain monolith needs neither.
+    const grouped = live.mirror ? groupByPartition(next.entries) : new Map<string, Map<string, IndexEntry>>();
+    const targets = live.mirror ? mirrorTargets(live, next, grouped) : [];
     const intentKey = publishIntentKey(scope);
     // Recorded before the monolith: a run that stops before its partition files leaves it, and the next run refreshes them.
     if (targets.length > 0) await store.put(intentKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
@@ -396,7 +398,7 @@ export async function writeIndex(
     if (result.status === 'conflict') return { status: 'conflict', key: base + INDEX_KEY };
     if (result.etag) hooks.onMonolithWritten?.(result.etag);
     if (live.mirror) {
-      const whole = await writeMirror(store, base, live, next, targets, hooks);
+      const whole = await writeMirror(store, base, live, grouped, targets, hooks);
       // A mirror write that failed keeps the record, so the next run tries those partitions again.
       if (whole && (targets.length > 0 || live.mirror.unfinished)) await store.delete(intentKey).catch(() => undefined);
     }
@@ -483,12 +485,11 @@ async function writeMirror(
   store: S3Store,
   base: string,
   live: LiveIndex,
-  next: DatastoreIndex,
+  grouped: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>,
   targets: readonly string[],
   hooks: WriteHooks,
 ): Promise<boolean> {
   const dualWrite = live.layout === 'dual-write';
-  const grouped = groupByPartition(next.entries);
   let whole = true;
   const attempt = async (key: string, body: string): Promise<void> => {
     try {
@@ -511,10 +512,9 @@ async function writeMirror(
 }
 
 /** The partition files a write beside a monolith refreshes: those its change touched, and those an earlier publish left unfinished. */
-function mirrorTargets(live: LiveIndex, next: DatastoreIndex): string[] {
+function mirrorTargets(live: LiveIndex, next: DatastoreIndex, grouped: ReadonlyMap<string, unknown>): string[] {
   const mirror = live.mirror!;
   const dualWrite = live.layout === 'dual-write';
-  const grouped = groupByPartition(next.entries);
   const touched = touchedPartitions(live.state === 'valid' && !live.badManifest ? live.index : undefined, next);
   for (const partition of mirror.unfinished ?? []) touched.add(partition);
   return [...touched].filter((p) => (dualWrite ? grouped.has(p) || mirror.files.has(p) : mirror.files.has(p))).sort();
