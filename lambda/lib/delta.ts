@@ -157,16 +157,17 @@ export async function observeKeys(
   const base = scopeBase(scope);
   const observed = new Map<string, ObjectChange>();
   await mapLimit(new Set(rels), concurrency, async (rel) => {
-    const key = base + rel;
-    const info = await store.head(key);
-    observed.set(
-      rel,
-      info
-        ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
-        : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() },
-    );
+    observed.set(rel, await observeKey(store, base + rel));
   });
   return observed;
+}
+
+/** What S3 says of one key now, as a change: `created` with its size and ETag, or `removed`. */
+async function observeKey(store: S3Store, key: string): Promise<ObjectChange> {
+  const info = await store.head(key);
+  return info
+    ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
+    : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() };
 }
 
 /**
@@ -181,20 +182,15 @@ export async function settleKeyReadings(
   accept: (otherReading: string, asSent: string) => boolean = () => true,
   concurrency = 16,
 ): Promise<ObjectChange[]> {
-  const observe = async (key: string): Promise<ObjectChange> => {
-    const info = await store.head(key);
-    return info
-      ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
-      : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() };
-  };
   const settled: ObjectChange[] = changes.filter((c) => c.otherReading === undefined);
   await mapLimit(
     changes.filter((c) => c.otherReading !== undefined),
     concurrency,
     async (change) => {
-      const asSent = await observe(change.key);
+      const asSent = await observeKey(store, change.key);
       settled.push(asSent);
-      if (asSent.kind === 'removed' && accept(change.otherReading!, change.key)) settled.push(await observe(change.otherReading!));
+      if (asSent.kind === 'removed' && accept(change.otherReading!, change.key))
+        settled.push(await observeKey(store, change.otherReading!));
     },
   );
   return settled;
