@@ -62,6 +62,16 @@ export class PublishConflictError extends IndexerError {
   override name = 'PublishConflictError';
 }
 
+/** A repair was asked of a prefix that holds no object at all: most likely a typo, so nothing is created there. */
+export class EmptyDatastoreError extends IndexerError {
+  override name = 'EmptyDatastoreError';
+}
+
+/** An answer to ListObjectsV2 that is not an S3 listing (a web page, a proxy's error page). */
+export class NotAListingError extends IndexerError {
+  override name = 'NotAListingError';
+}
+
 /** A key from S3 or the index would resolve outside the cache folder. */
 export class UnsafeKeyError extends IndexerError {
   override name = 'UnsafeKeyError';

@@ -1,7 +1,7 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
-import { IndexerError } from './errors';
+import { EmptyDatastoreError } from './errors';
 import { isRefusedKey, partitionOf } from './keys';
 import { type Layout, type LiveIndex, baseIndexOf, readLiveIndex } from './live-index';
 import { type Lister, type ScopedListing, listScopes, parallelLister } from './list';
@@ -33,9 +33,6 @@ export interface HealOptions {
   /** Hears the count of objects listed so far, after each page of the root's listing. */
   readonly onListed?: (objectsListed: number) => void;
 }
-
-/** A repair was asked of a prefix that holds no object at all: most likely a typo, so nothing is created there. */
-export class EmptyDatastoreError extends IndexerError {}
 
 /** What a heal found and did for one index. */
 export interface ScopeReport {

@@ -16,6 +16,7 @@ import {
   ConfigError,
   CredentialsError,
   IndexerError,
+  NotAListingError,
   S3UnavailableError,
   UnexpectedError,
 } from './errors';
@@ -220,9 +221,6 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   }
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }
-
-/** An answer to ListObjectsV2 that is not an S3 listing (a web page, a proxy's error page). */
-export class NotAListingError extends IndexerError {}
 
 function notAListing(request: unknown, bytes: Buffer): NotAListingError {
   const r = request as { protocol?: string; hostname?: string; port?: number; path?: string };
