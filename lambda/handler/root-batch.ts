@@ -45,6 +45,11 @@ export interface RootWork {
 /** HeadObject requests a re-check sends at once: S3 serves thousands a second per prefix. */
 const RECHECK_CONCURRENCY = 64;
 
+/** What a re-check expects an index to hold for a key after `change`: its size, or null for no entry. */
+function sizeAfter(change: ObjectChange): number | null {
+  return change.kind === 'created' ? (change.size ?? 0) : null;
+}
+
 /** An empty work list for a root. */
 export function rootWork(root: DatastoreRoot): RootWork {
   return { root, changes: [], markers: [], rechecks: [], continuations: [] };
@@ -207,13 +212,13 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       if (eventKeys.length) {
         // What the write holds for each key: S3's answer where the re-check asked, else the event.
         const written = (key: string): ObjectChange => observed.get(key) ?? changes.get(key)!;
-        const expected = new Map(eventKeys.map((key) => [key, written(key).kind === 'created' ? (written(key).size ?? 0) : null]));
+        const expected = new Map(eventKeys.map((key) => [key, sizeAfter(written(key))]));
         sent += await queue.sendRecheck(scope, eventKeys, 1, config.recheckDelaySeconds, expected);
       }
       if (restored && entry.recheckRound < MAX_RECHECK_ROUNDS) {
         // The next round checks the keys it restored, expecting what S3 said.
         const again = [...contradicted];
-        const expected = new Map(again.map((key) => [key, observed.get(key)!.kind === 'created' ? (observed.get(key)!.size ?? 0) : null]));
+        const expected = new Map(again.map((key) => [key, sizeAfter(observed.get(key)!)]));
         sent += await queue.sendRecheck(scope, again, entry.recheckRound + 1, config.recheckDelaySeconds, expected);
       }
     } catch (err) {
