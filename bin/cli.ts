@@ -28,7 +28,18 @@ import {
   releaseHeldLocks,
   rootOf,
 } from '../lambda/lib';
-import { checkJson, checkLines, debugText, errorJson, hasDrift, hydrateJson, hydrateLine, repairJson, repairLines } from './cli/format';
+import {
+  checkJson,
+  checkLines,
+  debugText,
+  errorJson,
+  hasDrift,
+  hydrateJson,
+  hydrateLine,
+  refusedKeysOf,
+  repairJson,
+  repairLines,
+} from './cli/format';
 import { Progress } from './cli/progress';
 import { version } from '../package.json';
 
@@ -151,7 +162,7 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
     });
     progress.stop();
     const { failed } = result.hydrate;
-    const refused = [...new Set([...result.scope.refusedKeys, ...result.hydrate.refused])].sort();
+    const refused = refusedKeysOf(result);
     warnSome(
       refused.map(
         (key) => `warning: refused key ${JSON.stringify(key)}: ${refusedKeyReason(key) ?? 'it would be written outside the cache folder'}`,

@@ -86,7 +86,7 @@ export function hydrateLine(result: HealAndHydrateReport): string {
     parts.push(`Also healed ${plural(others.length, 'other index', 'other indexes')} (${counts}).`);
   }
   parts.push(`Pulled ${plural(hydrate.pulled, 'file')} (${formatBytes(hydrate.bytes)}), ${hydrate.present} already present.`);
-  const refused = new Set([...scope.refusedKeys, ...hydrate.refused]).size;
+  const refused = refusedKeysOf(result).length;
   if (refused > 0) parts.push(`Refused ${plural(refused, 'key')} clients cannot store.`);
   if (hydrate.failed.length > 0) parts.push(`Failed to pull ${plural(hydrate.failed.length, 'file')}.`);
   return parts.join(' ');
@@ -261,6 +261,11 @@ export function repairJson(report: HealReport, elapsedMs: number): object {
   return { command: 'repair', root: rootName(report), published: indexes.some((i) => i.published), indexes, seconds: seconds(elapsedMs) };
 }
 
+/** The keys a hydrate left out, sorted: those clients refuse (left out of the index) and those outside the cache folder. */
+export function refusedKeysOf(result: HealAndHydrateReport): string[] {
+  return [...new Set([...result.scope.refusedKeys, ...result.hydrate.refused])].sort();
+}
+
 /** The `hydrate --json` report. */
 export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elapsedMs: number): object {
   const { heal, scope, hydrate } = result;
@@ -275,7 +280,7 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
     pulled: hydrate.pulled,
     present: hydrate.present,
     bytes: hydrate.bytes,
-    refused: [...new Set([...scope.refusedKeys, ...hydrate.refused])].sort(),
+    refused: refusedKeysOf(result),
     failed: hydrate.failed,
     seconds: seconds(elapsedMs),
   };
