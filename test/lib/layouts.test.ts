@@ -403,6 +403,23 @@ describe('keys clients refuse', () => {
     expect(again.scopes[0]).toMatchObject({ refused: REFUSED.length, drift: { missing: 0, stale: 0, resized: 0 } });
   });
 
+  it('never enter a dual-write mirror either: the monolith and every partition file lose them, the manifest stays version 1', async () => {
+    const { store, root, rows, partitions } = await dualWriteRoot('rd/');
+    await putObjects(store, Object.fromEntries(REFUSED.map((k) => [`rd/${k}`, 'bad'])));
+    // A writer that did not check keys left one in the monolith and in its partition file.
+    await putIndex(store, 'rd/.datastore-index.json', [...entriesOf(rows), indexEntry('logs/./dot.log', { size: 3 })]);
+    await putShardLayout(store, 'rd/', [...entriesOf(rows), indexEntry('logs/./dot.log', { size: 3 })]);
+
+    const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, refused: REFUSED.length, mirrorFailures: 0 });
+    const monolith = (await readIndex(store, 'rd/.datastore-index.json'))!;
+    expect(summarize(monolith)).toEqual(summarize(new Map(rows.map((r) => [r.key, r]))));
+    const mirror = [...(await readShardSummaries(store, 'rd/', partitions)).values()].flat().map((r) => r.key);
+    for (const key of REFUSED) expect(mirror).not.toContain(key);
+    expect(await readJson<MirrorMeta>(store, 'rd/_index/_meta.json')).toEqual({ version: 1, partitions });
+  });
+
   it('never enter a shard either, whether from a listing or an event', async () => {
     const store = await testStore();
     const rows = await clientRoot(store, 'rs/');
