@@ -7,6 +7,7 @@
  */
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, isInternalKey, partitionOf } from '../lambda/lib/internal';
+import type { HostReply } from './host';
 import { type ObjectWrite, startS3Model } from './s3-model/server';
 import type { SeedOptions } from './s3-model/seed';
 
@@ -24,9 +25,6 @@ export type EventHostRequest =
   | { readonly id: number; readonly op: 'reset'; readonly marker: string }
   | { readonly id: number; readonly op: 'freshness'; readonly keys: string[] }
   | { readonly id: number; readonly op: 'counts' | 'stop' };
-
-/** Its answer; id 0 announces the endpoint. */
-export type EventHostReply = { readonly id: number; readonly result?: unknown; readonly error?: string };
 
 /** What the model saw of one burst since the last reset. */
 export interface WriteStats {
@@ -156,7 +154,7 @@ async function main(): Promise<void> {
   };
 
   const model = await startS3Model({ latencyMs: Number(process.argv[2] ?? 30), onWrite });
-  const send = (reply: EventHostReply): void => void process.send?.(reply);
+  const send = (reply: HostReply): void => void process.send?.(reply);
 
   /** Replays the index writes: a monolith write commits its entries, a `_meta.json` write commits the partitions it lists. */
   const freshness = (keys: readonly string[]): KeyFreshness[] => {

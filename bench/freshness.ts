@@ -16,7 +16,6 @@
  *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 1] [--max-concurrency 2] [--sqs model|moto]
  *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shard-first] [--json]
  */
-import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -24,7 +23,8 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import { S3Store, SHARD_META_KEY, createS3Client, healRoot, mapLimit, parallelLister } from '../lambda/lib/internal';
 import { lambdaWorkers, startEventSource } from '../test/helpers/event-source';
 import { startMoto } from '../test/helpers/moto';
-import type { EventHostReply, EventHostRequest, KeyFreshness, WriteStats } from './event-host';
+import type { EventHostRequest, KeyFreshness, WriteStats } from './event-host';
+import { type HostProcess, type WithoutId, forkHost } from './host';
 import { startSqsModel } from './sqs-model';
 
 /** The stack's default batching window (infra/private/validate.ts), in seconds. */
@@ -85,47 +85,12 @@ export function quantile(values: readonly number[], q: number): number {
 }
 
 /** A request without its id (the host assigns it). */
-type HostAsk = EventHostRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+type HostAsk = WithoutId<EventHostRequest>;
 
-interface Host {
-  readonly endpoint: string;
-  ask<T>(request: HostAsk): Promise<T>;
-  stop(): Promise<void>;
-}
+type Host = HostProcess<HostAsk>;
 
-async function startHost(latencyMs: number): Promise<Host> {
-  const child = fork(join(__dirname, 'event-host.ts'), [String(latencyMs)], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  let nextId = 1;
-  child.on('message', (reply: EventHostReply) => {
-    const w = waiting.get(reply.id);
-    if (!w) return;
-    waiting.delete(reply.id);
-    if (reply.error) w.reject(new Error(`event-host: ${reply.error}`));
-    else w.resolve(reply.result);
-  });
-  child.on('exit', (code) => {
-    for (const w of waiting.values()) w.reject(new Error(`the event host exited (${code})`));
-    waiting.clear();
-  });
-  const ask = <T>(request: HostAsk, id = nextId++): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      if (id !== 0) child.send({ ...request, id });
-    });
-  const { endpoint } = await ask<{ endpoint: string }>({ op: 'counts' }, 0);
-  return {
-    endpoint,
-    ask,
-    stop: async () => {
-      if (child.exitCode !== null) return;
-      await ask({ op: 'stop' }).catch(() => undefined);
-      if (child.exitCode === null) child.kill('SIGKILL');
-    },
-  };
+function startHost(latencyMs: number): Promise<Host> {
+  return forkHost<HostAsk>(join(__dirname, 'event-host.ts'), [String(latencyMs)], 'event-host');
 }
 
 /** A root of `entries` objects with a true index in `layout`, made by the library's own heal. */

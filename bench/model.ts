@@ -1,6 +1,6 @@
 /** Starts the S3 model (`bench/s3-model/`) in a child process and talks to it over IPC. */
-import { fork } from 'node:child_process';
 import { join } from 'node:path';
+import { type WithoutId, forkHost } from './host';
 import type { SeedOptions, SeedResult } from './s3-model/seed';
 import type { RequestCounts } from './s3-model/server';
 
@@ -10,7 +10,7 @@ export type HostRequest =
   | { readonly id: number; readonly op: 'counts' | 'cpu' | 'reset' | 'stop' };
 
 /** Its answer; id 0 announces the endpoint once the server listens. */
-export type HostReply = { readonly id: number; readonly result?: unknown; readonly error?: string };
+export type { HostReply } from './host';
 
 /** The model running in its own process. */
 export interface ModelProcess {
@@ -27,43 +27,14 @@ export interface ModelProcess {
 
 /** Forks `model-host.ts` (through tsx) and resolves once its server listens on 127.0.0.1. */
 export async function startModelProcess(latencyMs: number): Promise<ModelProcess> {
-  const child = fork(join(__dirname, 'model-host.ts'), [String(latencyMs)], {
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
-  let nextId = 1;
-  let exited = false;
-  child.on('message', (reply: HostReply) => {
-    const w = waiting.get(reply.id);
-    if (!w) return;
-    waiting.delete(reply.id);
-    if (reply.error) w.reject(new Error(`s3-model: ${reply.error}`));
-    else w.resolve(reply.result);
-  });
-  child.on('exit', (code) => {
-    exited = true;
-    for (const w of waiting.values()) w.reject(new Error(`the s3-model process exited (${code})`));
-    waiting.clear();
-  });
-  const ask = <T>(request: { readonly op: HostRequest['op']; readonly [field: string]: unknown }, id = nextId++): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      if (exited) return reject(new Error('the s3-model process is not running'));
-      waiting.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      if (id !== 0) child.send({ ...request, id });
-    });
-  const { endpoint } = await ask<{ endpoint: string }>({ op: 'counts' }, 0);
+  const host = await forkHost<WithoutId<HostRequest>>(join(__dirname, 'model-host.ts'), [String(latencyMs)], 's3-model');
   return {
-    endpoint,
+    endpoint: host.endpoint,
     latencyMs,
-    seed: (bucket, options) => ask<SeedResult>({ op: 'seed', bucket, options }),
-    counts: () => ask<RequestCounts>({ op: 'counts' }),
-    cpuMs: () => ask<number>({ op: 'cpu' }),
-    reset: () => ask<void>({ op: 'reset' }),
-    stop: async () => {
-      if (exited) return;
-      await ask<void>({ op: 'stop' }).catch(() => undefined);
-      if (!exited) child.kill('SIGKILL');
-    },
+    seed: (bucket, options) => host.ask<SeedResult>({ op: 'seed', bucket, options }),
+    counts: () => host.ask<RequestCounts>({ op: 'counts' }),
+    cpuMs: () => host.ask<number>({ op: 'cpu' }),
+    reset: () => host.ask<void>({ op: 'reset' }),
+    stop: () => host.stop(),
   };
 }
