@@ -4,7 +4,7 @@
  *
  *   heal-child.ts <endpoint> <bucket> <prefix> <concurrency>
  */
-import { parallelLister } from '../lambda/lib';
+import { parallelLister } from '../lambda/lib/internal';
 import { heal } from './rows';
 
 async function main(): Promise<void> {

@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { type DatastoreRoot, type Lister, INDEX_KEY, LOCK_KEY, S3Store, createS3Client, healRoot, rootBase } from '../lambda/lib';
+import { type DatastoreRoot, type Lister, INDEX_KEY, LOCK_KEY, S3Store, createS3Client, healRoot, rootBase } from '../lambda/lib/internal';
 import { meterDepth } from './depth';
 
 /** One timed run: seconds, what was seen, and requests sent. */

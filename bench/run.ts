@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parallelLister, sequentialLister } from '../lambda/lib';
+import { parallelLister, sequentialLister } from '../lambda/lib/internal';
 import { freshnessBench } from './freshness';
 import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';

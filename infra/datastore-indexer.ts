@@ -8,7 +8,8 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { IndexerAlarms } from './private/alarms';
+import { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../lambda/env';
+import { IndexerAlarms } from './alarms';
 import { DEFAULT_ENTRY, FROM_SOURCES, LAMBDA_RUNTIME, nodejsBundling, shippedBundleCode } from './private/bundling';
 import { deliverS3Notifications, EventBridgeDelivery } from './private/event-delivery';
 import { suppressIndexerFindings, suppressNotificationsHandlerFindings } from './private/nag-suppressions';
@@ -16,24 +17,11 @@ import { kmsAccessStatement, s3AccessStatements } from './private/s3-access';
 import { resolveProps } from './private/validate';
 import { EventDelivery, type DatastoreIndexerProps } from './props';
 
-/** Names of the environment variables the Lambda reads: the contract with `lambda/index.ts`. */
-export const INDEXER_ENV = {
-  bucket: 'DATASTORE_BUCKET',
-  prefixes: 'DATASTORE_PREFIXES',
-  queueUrl: 'DATASTORE_QUEUE_URL',
-} as const;
-
-/** Service name in Powertools logs and metrics; the same name as the command and the README. */
-export const SERVICE_NAME = 'datastore-indexer';
-
-/** CloudWatch namespace of the Lambda's Powertools metrics. */
-export const METRICS_NAMESPACE = 'DatastoreIndexer';
-
 /**
  * Receives a failing event gets before it goes to the dead-letter queue (Lambda's advice for SQS: at
  * least 5). Each failed receive hides the event for a whole visibility timeout, so 10 receives span
  * 10 x (6 x timeout + window): about 5 h at the defaults, far longer than a client holds the lock or a
- * throttle lasts (see the README, "Concurrency").
+ * throttle lasts (docs/DESIGN.md, "Concurrency").
  */
 export const MAX_RECEIVE_COUNT = 10;
 
@@ -124,8 +112,8 @@ export class DatastoreIndexer extends Construct {
         [INDEXER_ENV.bucket]: bucket.bucketName,
         [INDEXER_ENV.prefixes]: config.prefixes.join(','),
         [INDEXER_ENV.queueUrl]: this.queue.queueUrl,
-        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        [INDEXER_ENV.serviceName]: SERVICE_NAME,
+        [INDEXER_ENV.metricsNamespace]: METRICS_NAMESPACE,
         NODE_OPTIONS: '--enable-source-maps',
       },
     };

@@ -3,8 +3,9 @@
  * `DatastoreIndexer` to your own app, or deploy the ready-made `DatastoreIndexerStack`.
  * Needs `aws-cdk-lib` and `constructs` in the app (peer dependencies).
  */
-export { DatastoreIndexer, INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from './datastore-indexer';
+export { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../lambda/env';
+export { DatastoreIndexer } from './datastore-indexer';
 export { DatastoreIndexerPropError } from './errors';
 export { type DatastoreIndexerProps, EventDelivery } from './props';
 export { DatastoreIndexerStack, type DatastoreIndexerStackProps } from './stack';
-export { IndexerAlarms, type IndexerAlarmsProps } from './private/alarms';
+export { IndexerAlarms, type IndexerAlarmsProps } from './alarms';

@@ -54,7 +54,7 @@ export interface DatastoreIndexerProps {
   /**
    * How long the queue gathers events before invoking the function (1 s to 5 min). The shortest Lambda
    * allows for batches over 10, so a lone upload is indexed within seconds; under a burst batches grow
-   * anyway while `maxConcurrency` runs are busy (see the README, "Freshness and cost of the event path").
+   * anyway while `maxConcurrency` runs are busy (docs/PERFORMANCE.md, "Freshness and cost of the event path").
    * @default Duration.seconds(1)
    */
   readonly batchingWindow?: Duration;

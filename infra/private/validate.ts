@@ -1,6 +1,7 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import { Schedule } from 'aws-cdk-lib/aws-events';
 import { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { segmentProblem } from '../../lambda/lib/names';
 import { DatastoreIndexerPropError } from '../errors';
 import { EventDelivery, type DatastoreIndexerProps } from '../props';
 
@@ -37,9 +38,8 @@ export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes')
     if (p === '') fail('is empty; give no prefixes at all for the bucket root');
     if (p.startsWith('/')) fail('must not start with \'/\': keys are relative to the bucket, e.g. "swamp"');
     if (p.endsWith('/')) fail("must not end with '/': write \"swamp\", the indexer adds the '/'");
-    if (p.includes('//')) fail("must not contain an empty segment ('//')");
-    if (p.split('/').some((s) => s === '.' || s === '..'))
-      fail("must not contain a '.' or '..' segment: it would be used literally, as a key no client reads");
+    const problem = segmentProblem(p);
+    if (problem) fail(`must not contain ${problem}: it would be used literally, as a key no client reads`);
     if (FORBIDDEN.test(p)) fail("must not contain '*', '?', ',' or control characters");
     if (p.length > 900) fail('is too long for an S3 key prefix');
     const first = seen.get(p);

@@ -1,5 +1,6 @@
 /** The handler's configuration, read from the environment once per cold start. */
-import { ConfigError, type DatastoreRoot, type S3Settings, normalizePrefix } from '../lib';
+import { INDEXER_ENV, TUNING_ENV } from '../env';
+import { ConfigError, type DatastoreRoot, type S3Settings, normalizePrefix, segmentProblem } from '../lib/internal';
 
 /** Everything the handler takes from its environment. */
 export interface HandlerConfig {
@@ -47,8 +48,7 @@ export function parseRoots(bucket: string, raw: string | undefined): DatastoreRo
   });
   const normalized = prefixes.map(normalizePrefix);
   normalized.forEach((p, i) => {
-    if (p === '' || p.includes('//') || p.split('/').some((s) => s === '.' || s === '..'))
-      throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
+    if (segmentProblem(p)) throw new ConfigError(`DATASTORE_PREFIXES entry "${prefixes[i]}" is not a key prefix`);
     for (const other of normalized) {
       if (other !== p && other.startsWith(`${p}/`))
         throw new ConfigError(`DATASTORE_PREFIXES "${other}" lies inside "${p}"`, 'Datastore roots must not nest');
@@ -66,32 +66,32 @@ export function parseRoots(bucket: string, raw: string | undefined): DatastoreRo
  * // [{ bucket: 'shared', prefix: 'swamp' }, { bucket: 'shared', prefix: 'infra' }]
  */
 export function parseConfig(env: Env): HandlerConfig {
-  const bucket = env.DATASTORE_BUCKET?.trim();
+  const bucket = env[INDEXER_ENV.bucket]?.trim();
   if (!bucket) throw new ConfigError('DATASTORE_BUCKET is not set', 'Set it to the name of the shared datastore bucket');
   if (/[\s/]/.test(bucket))
     throw new ConfigError(`DATASTORE_BUCKET "${bucket}" is not a bucket name`, 'Give the name alone, without s3:// or a prefix');
-  const endpoint = env.AWS_ENDPOINT_URL_S3?.trim() || undefined;
+  const endpoint = env[TUNING_ENV.endpoint]?.trim() || undefined;
   if (endpoint !== undefined && !/^https?:\/\/[^\s]+$/.test(endpoint)) {
     throw new ConfigError(`AWS_ENDPOINT_URL_S3 must be an http(s) URL, got "${endpoint}"`);
   }
-  const pathStyle = env.DATASTORE_FORCE_PATH_STYLE?.trim().toLowerCase();
+  const pathStyle = env[TUNING_ENV.forcePathStyle]?.trim().toLowerCase();
   if (pathStyle !== undefined && pathStyle !== '' && pathStyle !== 'true' && pathStyle !== 'false') {
-    throw new ConfigError(`DATASTORE_FORCE_PATH_STYLE must be "true" or "false", got "${env.DATASTORE_FORCE_PATH_STYLE}"`);
+    throw new ConfigError(`DATASTORE_FORCE_PATH_STYLE must be "true" or "false", got "${env[TUNING_ENV.forcePathStyle]}"`);
   }
-  const queueUrl = env.DATASTORE_QUEUE_URL?.trim() || undefined;
+  const queueUrl = env[INDEXER_ENV.queueUrl]?.trim() || undefined;
   if (queueUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(queueUrl))
     throw new ConfigError(`DATASTORE_QUEUE_URL must be a queue URL, got "${queueUrl}"`);
   return {
     bucket,
-    roots: parseRoots(bucket, env.DATASTORE_PREFIXES),
+    roots: parseRoots(bucket, env[INDEXER_ENV.prefixes]),
     s3: {
       region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
       endpoint,
       forcePathStyle: pathStyle === 'true' ? true : undefined,
     },
     queueUrl,
-    recheckDelaySeconds: wholeNumber(env, 'DATASTORE_RECHECK_DELAY_SECONDS', 30, 0, 900),
-    lockWaitMs: wholeNumber(env, 'DATASTORE_LOCK_WAIT_SECONDS', 10, 0, 600) * 1000,
-    repairReserveMs: wholeNumber(env, 'DATASTORE_REPAIR_RESERVE_SECONDS', 60, 0, 900) * 1000,
+    recheckDelaySeconds: wholeNumber(env, TUNING_ENV.recheckDelaySeconds, 30, 0, 900),
+    lockWaitMs: wholeNumber(env, TUNING_ENV.lockWaitSeconds, 10, 0, 600) * 1000,
+    repairReserveMs: wholeNumber(env, TUNING_ENV.repairReserveSeconds, 60, 0, 900) * 1000,
   };
 }

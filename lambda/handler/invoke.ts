@@ -8,7 +8,7 @@ import {
   namespaceExists,
   normalizePrefix,
   repairResumable,
-} from '../lib';
+} from '../lib/internal';
 import { Metric, addHeal, count, lockOptions, logRoot, rootSummary } from './observability';
 import type { Runtime } from './runtime';
 import { type InvokeRequest, UnknownTriggerError } from './triggers';

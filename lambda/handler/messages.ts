@@ -1,6 +1,6 @@
 /** The handler's own queue messages: delayed re-checks of a delta, and continuations of an unfinished repair. */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { IndexScope } from '../lib';
+import type { IndexScope } from '../lib/internal';
 
 /** Re-check these keys of a scope: HEAD each and make the index say what S3 says. */
 export interface RecheckRequest {
@@ -11,8 +11,9 @@ export interface RecheckRequest {
   /** 1 for the first re-check of a delta; a re-check that had to restore something sends the next round. */
   readonly round: number;
   /**
-   * What the delta left in the index per key: the entry's size, or null for no entry. A key whose entry
-   * still says so was not erased and needs no HeadObject; keys without one are all asked of S3.
+   * What the delta left in the index per key: the entry's size, or null for no entry. A key expected
+   * absent whose entry is still absent needs no HeadObject; every key indexed as present is asked of S3
+   * (its event may have been a late one), and so are keys without an expectation.
    */
   readonly expected?: Readonly<Record<string, number | null>>;
 }

@@ -1,19 +1,16 @@
-/** Structured logs and embedded-format metrics (Powertools), with the names the README documents. */
+/** Structured logs and embedded-format metrics (Powertools), with the names docs/DESIGN.md documents. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
-import type { DeltaReport, HealReport, LockOptions, S3Store } from '../lib';
+import { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../env';
+import type { DeltaReport, HealReport, LockOptions, S3Store } from '../lib/internal';
 
-/** Service name in logs and metrics, unless POWERTOOLS_SERVICE_NAME says otherwise. */
-export const SERVICE_NAME = 'datastore-indexer';
-/** CloudWatch namespace of the metrics, unless POWERTOOLS_METRICS_NAMESPACE says otherwise. */
-export const DEFAULT_METRICS_NAMESPACE = 'DatastoreIndexer';
+const serviceName = process.env[INDEXER_ENV.serviceName] || SERVICE_NAME;
 
-export const logger = new Logger({ serviceName: process.env.POWERTOOLS_SERVICE_NAME || SERVICE_NAME });
+/** The handler's Powertools logger: under the construct's service name, or the default one. */
+export const logger = new Logger({ serviceName });
 
-export const metrics = new Metrics({
-  namespace: process.env.POWERTOOLS_METRICS_NAMESPACE || DEFAULT_METRICS_NAMESPACE,
-  serviceName: process.env.POWERTOOLS_SERVICE_NAME || SERVICE_NAME,
-});
+/** The handler's Powertools metrics: in the construct's namespace, or the default one. */
+export const metrics = new Metrics({ namespace: process.env[INDEXER_ENV.metricsNamespace] || METRICS_NAMESPACE, serviceName });
 
 /** The metrics the handler emits (all counts). */
 export const Metric = {

@@ -3,7 +3,6 @@
  * each scope's delta applied in one write, a full heal where there is no index, re-checks sent for later.
  */
 import {
-  type ChangesFor,
   type DatastoreRoot,
   type IndexScope,
   type ObjectChange,
@@ -15,7 +14,7 @@ import {
   loadRepairProgress,
   repairProgressKey,
   namespaceOfMarker,
-  observeKeys,
+  recheckChanges,
   repairResumable,
   scopeBase,
   settleKeyReadings,
@@ -165,24 +164,8 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     // A re-check asks S3 about keys whose entry no longer says what the delta wrote (a push erased or
     // changed it), and about every key a delta indexed as present: its event may have been a late one
     // (SQS redelivers and reorders) for an object deleted since. What S3 says now is later than any event.
-    let observed = new Map<string, ObjectChange>();
-    // Keys whose entry S3 contradicted: only those can have been restored, and only those are checked again.
-    const contradicted = new Set<string>();
-    const delta: ReadonlyMap<string, ObjectChange> | ChangesFor = entry.recheckKeys.size
-      ? async (index) => {
-          const doubtful = [...entry.recheckKeys].filter((key) => {
-            const expected = entry.recheckExpected.get(key);
-            const now = index.entries.get(key);
-            return expected === undefined || expected !== null || now !== undefined;
-          });
-          observed = await observeKeys(store, scope, doubtful, RECHECK_CONCURRENCY);
-          contradicted.clear();
-          for (const [key, o] of observed) {
-            const now = index.entries.get(key);
-            if (o.kind === 'created' ? now?.size !== o.size : now !== undefined) contradicted.add(key);
-          }
-          return new Map([...changes, ...observed]);
-        }
+    const delta = entry.recheckKeys.size
+      ? recheckChanges(store, scope, changes, entry.recheckKeys, entry.recheckExpected, RECHECK_CONCURRENCY)
       : changes;
     const report = await applyDelta(store, scope, delta, {
       lock: lockOptions(config.lockWaitMs),
@@ -195,6 +178,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       continue;
     }
     // Only a re-check that S3 contradicted and that wrote can have restored something a push erased.
+    const { observed, contradicted } = report;
     const restored = contradicted.size > 0 && report.published;
     if (restored && eventKeys.length === 0) {
       count(Metric.RecheckRestored, report.added + report.removed + report.resized);

@@ -1,6 +1,6 @@
 /** What a cold start builds once: the checked configuration, the S3 seam and the queue for the handler's own messages. */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { S3Store } from '../lib';
+import { S3Store } from '../lib/internal';
 import { type HandlerConfig, parseConfig } from './config';
 import { SelfQueue } from './messages';
 import { logger } from './observability';

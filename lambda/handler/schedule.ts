@@ -1,6 +1,6 @@
 /** The scheduled full drift repair: every configured root, its own index and every namespace in it. */
 import type { Context } from 'aws-lambda';
-import { describeScope, repairResumable } from '../lib';
+import { describeScope, repairResumable } from '../lib/internal';
 import { Metric, addHeal, count, lockOptions, logRoot, logger, requestsSince, rootSummary } from './observability';
 import type { Runtime } from './runtime';
 

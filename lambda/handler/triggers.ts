@@ -1,6 +1,6 @@
 /** Which of the handler's four triggers an event is. */
 import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
-import { IndexerError } from '../lib';
+import { IndexerError } from '../lib/internal';
 
 /** A direct invoke: report drift (`check`, writes nothing) or repair it, for every root or one. */
 export interface InvokeRequest {

@@ -1,3 +1,4 @@
+/** Small tools for concurrent work: a bounded map, and a pause. */
 /** Runs `work` over `items` with at most `limit` calls in flight; rejects on the first failure. */
 export async function mapLimit<T, R>(items: Iterable<T>, limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const list = [...items];
@@ -11,4 +12,9 @@ export async function mapLimit<T, R>(items: Iterable<T>, limit: number, work: (i
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, list.length)) }, worker));
   return results;
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

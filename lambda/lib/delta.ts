@@ -3,13 +3,36 @@ import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
 import type { DatastoreIndex } from './index-file';
 import { isRefusedKey, partitionOf } from './keys';
-import type { Layout, LiveIndex } from './live-index';
-import { type PublishOptions, publishIndex } from './publish';
-import { type IndexScope, describeScope, scopeBase } from './root';
+import type { Layout, LiveIndex } from './layouts/types';
+import { scopeBase } from './names';
+import { type Plan, type PublishOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
+import { type IndexScope, describeScope } from './scope';
+
+/** Changes decided against an index as read, with what S3 was asked on the way (a re-check). */
+export interface ResolvedChanges {
+  readonly changes: ReadonlyMap<string, ObjectChange>;
+  /** What S3 says now of the keys it was asked about. */
+  readonly observed?: ReadonlyMap<string, ObjectChange>;
+  /** The keys whose entry in that index S3 contradicted. */
+  readonly contradicted?: ReadonlySet<string>;
+}
 
 /** Changes decided against the index as read (e.g. only the keys a re-check doubts); called once per read. */
-export type ChangesFor = (index: DatastoreIndex) => Promise<ReadonlyMap<string, ObjectChange>>;
+export type ChangesFor = (index: DatastoreIndex) => Promise<ResolvedChanges>;
+
+/** What a delta's plan found in one read of the index. */
+interface DeltaFacts {
+  /** The index was absent or unreadable (or held), so nothing was planned. */
+  readonly noIndex: boolean;
+  /** Changes offered for this read (one per key). */
+  readonly offered: number;
+  readonly unshardable: number;
+  readonly refusedKeys: readonly string[];
+  /** The changes as applied to this read, when it was valid. */
+  readonly applied?: ApplyResult;
+  readonly resolved?: ResolvedChanges;
+}
 
 /** What applying a delta did to one index. */
 export interface DeltaReport {
@@ -33,6 +56,10 @@ export interface DeltaReport {
   readonly refusedKeys: string[];
   /** Entries in the index afterwards. */
   readonly entries: number;
+  /** What S3 said of the keys a re-check asked about, for the plan that counts (see `ResolvedChanges`). */
+  readonly observed: ReadonlyMap<string, ObjectChange>;
+  /** Keys whose entry S3 contradicted, for the plan that counts. */
+  readonly contradicted: ReadonlySet<string>;
   readonly published: boolean;
   readonly writes: number;
   readonly conflicts: number;
@@ -59,87 +86,129 @@ export async function applyDelta(
   options: PublishOptions = {},
 ): Promise<DeltaReport> {
   const started = Date.now();
-  let missingIndex = false;
-  let unshardable = 0;
-  let latest: ApplyResult | undefined;
-  const planned: ApplyResult[] = [];
-  // A key clients refuse is never added; its removal still applies, so an index that held it loses it.
-  const isRefusedCreation = ([rel, c]: [string, ObjectChange]): boolean => c.kind === 'created' && isRefusedKey(rel);
-  let refusedKeys: string[] = [];
-  const indexableOf = (given: ReadonlyMap<string, ObjectChange>): ReadonlyMap<string, ObjectChange> => {
-    refusedKeys = [...given]
-      .filter(isRefusedCreation)
-      .map(([rel]) => rel)
-      .sort();
-    return refusedKeys.length === 0 ? given : new Map([...given].filter((change) => !isRefusedCreation(change)));
-  };
-  const indexable = typeof changes === 'function' ? undefined : indexableOf(changes);
-
-  let offered = typeof changes === 'function' ? 0 : changes.size;
-  const plan = async (live: LiveIndex) => {
-    missingIndex = live.state !== 'valid';
-    if (live.state !== 'valid' || live.hold) return undefined;
-    let effective = indexable;
-    if (!effective) {
-      const resolved = await (changes as ChangesFor)(live.index);
-      offered = resolved.size;
-      effective = indexableOf(resolved);
+  const given = typeof changes === 'function' ? undefined : changes;
+  const resolve: ChangesFor = typeof changes === 'function' ? changes : async () => ({ changes });
+  const plan = async (live: LiveIndex): Promise<Plan<DeltaFacts>> => {
+    if (live.state !== 'valid' || live.hold) {
+      const facts = {
+        noIndex: live.state !== 'valid',
+        offered: given?.size ?? 0,
+        unshardable: 0,
+        refusedKeys: given ? refusedCreations(given) : [],
+      };
+      return { facts };
     }
+    const resolved = await resolve(live.index);
+    const refusedKeys = refusedCreations(resolved.changes);
+    let effective =
+      refusedKeys.length === 0 ? resolved.changes : new Map([...resolved.changes].filter(([rel]) => !refusedKeys.includes(rel)));
+    let unshardable = 0;
     if (live.layout === 'shard-first') {
       const shardable = new Map([...effective].filter(([rel]) => partitionOf(rel) !== undefined));
       unshardable = effective.size - shardable.size;
       effective = shardable;
     }
-    // An event that would drop or resize an entry may be stale (SQS reorders and redelivers): S3 says what is
-    // true now, so a late "created" of an overwritten object cannot strip the client fields of the newer entry.
-    const suspects = [...effective].filter(([rel, c]) => {
-      const entry = live.index.entries.get(rel);
-      return entry !== undefined && (c.kind === 'removed' || entry.size !== c.size);
-    });
-    if (suspects.length > 0) {
-      const observed = await observeKeys(
-        store,
-        scope,
-        suspects.map(([rel]) => rel),
-      );
-      // Only an object S3 still holds overrides the event; an absent one leaves the event (its removal) to decide.
-      effective = new Map(
-        [...effective].map(([rel, c]) => {
-          const now = observed.get(rel);
-          return [rel, now?.kind === 'created' ? now : c];
-        }),
-      );
-    }
-    latest = applyChanges(live.index, effective);
+    effective = await withStaleEventsChecked(store, scope, live.index, effective);
+    const applied = applyChanges(live.index, effective);
+    const facts: DeltaFacts = { noIndex: false, offered: resolved.changes.size, unshardable, refusedKeys, applied, resolved };
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
-    if (latest.index === live.index) return live.pending ? live.index : undefined;
-    planned.push(latest);
-    return latest.index;
+    if (applied.index === live.index) return { index: live.pending ? live.index : undefined, facts };
+    return { index: applied.index, facts };
   };
 
   const outcome = await publishIndex(store, scope, plan, options);
-  // Counts of the write that stands (a re-check round may have re-applied what a push erased), else of the last plan.
-  const counts = planned.find((p) => p.index === outcome.index) ?? latest;
+  const last = outcome.plans[outcome.plans.length - 1];
+  // Counts of the write that stands (a re-check round may have re-applied what a push erased), else of the last plan that applied.
+  const counted = outcome.writtenFacts ?? [...outcome.plans].reverse().find((f) => f.applied) ?? last;
+  const counts = outcome.published ? counted.applied : undefined;
+  const offered = given?.size ?? [...outcome.plans].reverse().find((f) => f.resolved)?.offered ?? 0;
   return {
     scope: describeScope(scope),
     namespace: scope.namespace,
-    status: missingIndex && !outcome.published ? 'no-index' : 'applied',
+    status: last.noIndex && !outcome.published ? 'no-index' : 'applied',
     layout: outcome.before.layout,
     indexState: outcome.before.state,
     changes: offered,
-    added: outcome.published ? (counts?.added ?? 0) : 0,
-    removed: outcome.published ? (counts?.removed ?? 0) : 0,
-    resized: outcome.published ? (counts?.resized ?? 0) : 0,
-    unshardable,
-    refused: refusedKeys.length,
-    refusedKeys,
-    entries: outcome.index?.entries.size ?? latest?.index.entries.size ?? 0,
+    added: counts?.added ?? 0,
+    removed: counts?.removed ?? 0,
+    resized: counts?.resized ?? 0,
+    unshardable: counted.unshardable,
+    refused: counted.refusedKeys.length,
+    refusedKeys: [...counted.refusedKeys],
+    entries: outcome.index?.entries.size ?? counted.applied?.index.entries.size ?? 0,
+    observed: counted.resolved?.observed ?? new Map(),
+    contradicted: counted.resolved?.contradicted ?? new Set(),
     published: outcome.published,
     writes: outcome.writes,
     conflicts: outcome.conflicts,
     lockWaits: outcome.lockWaits,
     conditional: outcome.conditional,
     publishMs: Date.now() - started,
+  };
+}
+
+/** Creations of keys clients refuse, sorted: never added (their removal still applies, so an index that held one loses it). */
+function refusedCreations(changes: ReadonlyMap<string, ObjectChange>): string[] {
+  return [...changes]
+    .filter(([rel, c]) => c.kind === 'created' && isRefusedKey(rel))
+    .map(([rel]) => rel)
+    .sort();
+}
+
+/**
+ * An event that would drop or resize an entry may be stale (SQS reorders and redelivers): S3 says what is
+ * true now, so a late "created" of an overwritten object cannot strip the client fields of the newer entry.
+ * Only an object S3 still holds overrides the event; an absent one leaves the event (its removal) to decide.
+ */
+async function withStaleEventsChecked(
+  store: S3Store,
+  scope: IndexScope,
+  index: DatastoreIndex,
+  changes: ReadonlyMap<string, ObjectChange>,
+): Promise<ReadonlyMap<string, ObjectChange>> {
+  const suspects = [...changes].filter(([rel, c]) => {
+    const entry = index.entries.get(rel);
+    return entry !== undefined && (c.kind === 'removed' || entry.size !== c.size);
+  });
+  if (suspects.length === 0) return changes;
+  const observed = await observeKeys(
+    store,
+    scope,
+    suspects.map(([rel]) => rel),
+  );
+  return new Map(
+    [...changes].map(([rel, c]) => {
+      const now = observed.get(rel);
+      return [rel, now?.kind === 'created' ? now : c];
+    }),
+  );
+}
+
+/**
+ * Changes for a delta that re-checks keys with S3 (see `applyDelta`): each read of the index asks S3 about
+ * the keys whose entry may not say what an earlier delta wrote (`expected`: size, or null for no entry;
+ * a key without an expectation is always asked), and what S3 says now overrides the events.
+ */
+export function recheckChanges(
+  store: S3Store,
+  scope: IndexScope,
+  changes: ReadonlyMap<string, ObjectChange>,
+  keys: ReadonlySet<string>,
+  expected: ReadonlyMap<string, number | null>,
+  concurrency = 16,
+): ChangesFor {
+  return async (index) => {
+    const doubtful = [...keys].filter((key) => {
+      const wanted = expected.get(key);
+      return wanted === undefined || wanted !== null || index.entries.get(key) !== undefined;
+    });
+    const observed = await observeKeys(store, scope, doubtful, concurrency);
+    const contradicted = new Set<string>();
+    for (const [key, o] of observed) {
+      const now = index.entries.get(key);
+      if (o.kind === 'created' ? now?.size !== o.size : now !== undefined) contradicted.add(key);
+    }
+    return { changes: new Map([...changes, ...observed]), observed, contradicted };
   };
 }
 

@@ -100,3 +100,8 @@ export class UnexpectedError extends IndexerError {
     );
   }
 }
+
+/** The store answered a conditional request with "not implemented": fall back to the lock alone. */
+export class ConditionalWritesUnsupportedError extends IndexerError {
+  override name = 'ConditionalWritesUnsupportedError';
+}

@@ -3,10 +3,13 @@ import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClea
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { EmptyDatastoreError } from './errors';
 import { isRefusedKey, partitionOf } from './keys';
-import { type Layout, type LiveIndex, baseIndexOf, readLiveIndex } from './live-index';
-import { type Lister, type ScopedListing, listScopes, parallelLister } from './list';
-import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
-import { type DatastoreRoot, type IndexScope, describeScope, rootBase } from './root';
+import { readLiveIndex } from './layouts/read';
+import { type Layout, type LiveIndex, baseIndexOf } from './layouts/types';
+import { type Lister, type ScopedListing, listScopes } from './list';
+import { rootBase, scopeBase } from './names';
+import { parallelLister } from './parallel-list';
+import { type Plan, type Planner, type PublishEvent, type PublishOptions, type PublishOutcome, publishIndex } from './publish';
+import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 import type { S3Store } from './s3';
 import { mapLimit } from './concurrency';
 
@@ -115,35 +118,36 @@ async function holdsNothing(store: S3Store, base: string): Promise<boolean> {
   return true;
 }
 
-/** Heals one scope's index against its listing. */
-export async function healScope(
+/** What a heal's plan found in one read of the index. */
+interface HealFacts {
+  /** The drift of that read against the listing. */
+  readonly drift: Drift;
+  /** Keys a shard-first root cannot hold, set aside. */
+  readonly unshardable: number;
+  /** Stale entries whose key clients refuse. */
+  readonly refusedStale: readonly string[];
+}
+
+/**
+ * The planner of a scope's heal: the drift of each read against the listing (stale entries confirmed
+ * gone, unshardable keys set aside), and the healed index when it drifted.
+ */
+function healPlanner(
   store: S3Store,
   scope: IndexScope,
-  listing: ReadonlyMap<string, ListedObject>,
-  shardPartitions: readonly string[] | undefined,
+  indexable: ReadonlyMap<string, ListedObject>,
   listingStartedAt: number,
   options: HealOptions,
-  /** The live index as read already (while listing); not used when the listing saw shard files, which change how it is read. */
-  read?: Promise<LiveIndex>,
-): Promise<ScopeReport> {
-  const started = Date.now();
+): Planner<HealFacts> {
   const skew = options.clockSkewMs ?? 300_000;
   const concurrency = options.concurrency ?? 16;
-  // The drift of the index as first read: what the heal found, whatever re-checks saw after the write.
-  let found: Drift | undefined;
-  let unshardable = 0;
+  const base = scopeBase(scope);
   // Keys some earlier read of the index held during this heal.
   const indexedBefore = new Set<string>();
-  // A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it.
-  const refusedKeys = new Set<string>();
-  for (const key of listing.keys()) if (isRefusedKey(key)) refusedKeys.add(key);
-  const indexable = refusedKeys.size === 0 ? listing : new Map([...listing].filter(([key]) => !refusedKeys.has(key)));
-
-  /** The drift of `live` against the listing, stale entries confirmed gone, unshardable keys set aside. */
-  const measure = async (live: LiveIndex): Promise<Drift> => {
+  return async (live: LiveIndex): Promise<Plan<HealFacts>> => {
     const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const raw = diffIndex(entries, indexable);
-    for (const key of raw.stale) if (isRefusedKey(key)) refusedKeys.add(key);
+    const refusedStale = raw.stale.filter(isRefusedKey);
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
     const doubtful = raw.stale.filter((key) => {
       if (isRefusedKey(key)) return false;
@@ -159,36 +163,50 @@ export async function healScope(
     const stillThere = new Set<string>();
     const sizeConfirmed = new Set<string>();
     await mapLimit([...doubtful, ...unindexed], concurrency, async (key) => {
-      if (await store.head(scopeKey(scope, key))) stillThere.add(key);
+      if (await store.head(base + key)) stillThere.add(key);
     });
     await mapLimit(doubtfulSize, concurrency, async ({ key, indexSize }) => {
-      if ((await store.head(scopeKey(scope, key)))?.size === indexSize) sizeConfirmed.add(key);
+      if ((await store.head(base + key))?.size === indexSize) sizeConfirmed.add(key);
     });
     const gone = new Set(unindexed.filter((k) => !stillThere.has(k)));
     let missing = gone.size ? raw.missing.filter((k) => !gone.has(k)) : raw.missing;
+    let unshardable = 0;
     if (live.layout === 'shard-first') {
       const shardable = missing.filter((k) => partitionOf(k) !== undefined);
       unshardable = missing.length - shardable.length;
       missing = shardable;
     }
     const resized = sizeConfirmed.size ? raw.resized.filter((r) => !sizeConfirmed.has(r.key)) : raw.resized;
-    return { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
+    const drift: Drift = { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
+    const facts = { drift, unshardable, refusedStale };
+    if (live.state === 'valid' && isClean(drift) && !live.pending) return { facts };
+    return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
   };
+}
 
-  const plan = async (live: LiveIndex): Promise<DatastoreIndex | undefined> => {
-    const drift = await measure(live);
-    found ??= drift;
-    if (live.state === 'valid' && isClean(drift) && !live.pending) return undefined;
-    return healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable);
-  };
-
+/** Heals one scope's index against its listing. */
+export async function healScope(
+  store: S3Store,
+  scope: IndexScope,
+  listing: ReadonlyMap<string, ListedObject>,
+  shardPartitions: readonly string[] | undefined,
+  listingStartedAt: number,
+  options: HealOptions,
+  /** The live index as read already (while listing); not used when the listing saw shard files, which change how it is read. */
+  read?: Promise<LiveIndex>,
+): Promise<ScopeReport> {
+  const started = Date.now();
+  // A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it.
+  const refusedListed = [...listing.keys()].filter(isRefusedKey);
+  const indexable = refusedListed.length === 0 ? listing : new Map([...listing].filter(([key]) => !isRefusedKey(key)));
+  const plan = healPlanner(store, scope, indexable, listingStartedAt, options);
   const readAlready = shardPartitions?.length ? undefined : read;
   const name = describeScope(scope);
   if (options.mode === 'check') {
     const live = await (readAlready ?? readLiveIndex(store, scope, shardPartitions));
-    const next = await plan(live);
-    const entries = next ? next.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
-    return report(scope, live, found!, indexable.size, { unshardable, refusedKeys }, entries, undefined, Date.now() - started);
+    const { index, facts } = await plan(live);
+    const entries = index ? index.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
+    return report(scope, live, [facts], refusedListed, indexable.size, entries, undefined, Date.now() - started);
   }
   const outcome = await publishIndex(store, scope, plan, {
     ...options.publish,
@@ -201,23 +219,22 @@ export async function healScope(
   });
   // Not written by us: the index as last read (another writer's, if it healed first), not the stale first read.
   const entries = outcome.index?.entries.size ?? (outcome.last.state === 'valid' ? outcome.last.index.entries.size : 0);
-  return report(scope, outcome.before, found!, indexable.size, { unshardable, refusedKeys }, entries, outcome, Date.now() - started);
+  return report(scope, outcome.before, outcome.plans, refusedListed, indexable.size, entries, outcome, Date.now() - started);
 }
 
-function scopeKey(scope: IndexScope, rel: string): string {
-  return rootBase(scope.root) + (scope.namespace ? `${scope.namespace}/` : '') + rel;
-}
-
+/** The report of a scope from its plans: the drift the first found, what the last set aside, every refused key. */
 function report(
   scope: IndexScope,
   live: LiveIndex,
-  drift: Drift,
+  plans: readonly HealFacts[],
+  refusedListed: readonly string[],
   objects: number,
-  left: { readonly unshardable: number; readonly refusedKeys: ReadonlySet<string> },
   entries: number,
-  outcome: Awaited<ReturnType<typeof publishIndex>> | undefined,
+  outcome: PublishOutcome<HealFacts> | undefined,
   publishMs: number,
 ): ScopeReport {
+  const drift = plans[0].drift;
+  const refusedKeys = new Set([...refusedListed, ...plans.flatMap((p) => p.refusedStale)]);
   return {
     scope: describeScope(scope),
     namespace: scope.namespace,
@@ -227,9 +244,9 @@ function report(
     objects,
     drift: driftCounts(drift),
     driftKeys: drift,
-    unshardable: left.unshardable,
-    refused: left.refusedKeys.size,
-    refusedKeys: [...left.refusedKeys].sort(),
+    unshardable: plans[plans.length - 1].unshardable,
+    refused: refusedKeys.size,
+    refusedKeys: [...refusedKeys].sort(),
     pending: live.pending,
     held: live.hold,
     mirrorFailures: outcome?.mirrorFailures ?? 0,

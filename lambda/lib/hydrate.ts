@@ -1,23 +1,16 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
-import { createHash } from 'node:crypto';
-import { mkdir, opendir, rename, rm, rmdir, stat } from 'node:fs/promises';
-import { type Stats, createWriteStream, renameSync, statSync, writeFileSync } from 'node:fs';
-import type { Readable } from 'node:stream';
-import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { join, resolve } from 'node:path';
+import { cachePathOf, download, isEmptyFolder, localFile, makeFolder, partPathOf, removePartsFolder, writeAtomically } from './cache-files';
 import { mapLimit } from './concurrency';
-import { IndexerError, PublishConflictError, UnsafeKeyError } from './errors';
+import { IndexerError, PublishConflictError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
-import { CONTROL_DIR, INDEXER_DIR, INDEX_KEY } from './keys';
-import { readLiveIndex } from './live-index';
-import { type DatastoreRoot, type IndexScope, describeScope, scopeBase } from './root';
+import { readLiveIndex } from './layouts/read';
+import { INDEX_KEY, scopeBase } from './names';
+import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 import type { S3Store } from './s3';
 
-/**
- * Parallel downloads unless told otherwise: on the bench's S3 model (30 ms per request, 5,000 files) 64 took
- * half the time of 16 and no more CPU per file (README, Performance); swamp's own pull runs 50.
- */
+/** Parallel downloads unless told otherwise: enough to hide a round trip's latency behind the others (docs/PERFORMANCE.md). */
 export const DEFAULT_HYDRATE_CONCURRENCY = 64;
 
 /** How to hydrate. */
@@ -40,24 +33,6 @@ export interface HydrateReport {
   readonly refused: string[];
   /** Keys that could not be downloaded, with why. */
   readonly failed: { key: string; error: string }[];
-}
-
-/** The cache path of a relative key, or an `UnsafeKeyError` when it would escape the cache or alias another key. */
-export function cachePathOf(cacheDir: string, rel: string): string {
-  const root = resolve(cacheDir);
-  const segments = rel.split('/');
-  if (
-    rel.length === 0 ||
-    isAbsolute(rel) ||
-    rel.includes('\0') ||
-    rel.includes('\\') ||
-    segments.some((s) => s === '' || s === '.' || s === '..')
-  ) {
-    throw new UnsafeKeyError(rel);
-  }
-  const path = resolve(root, ...segments);
-  if (!path.startsWith(root + sep)) throw new UnsafeKeyError(rel);
-  return path;
 }
 
 /** Downloads what the cache lacks, atomically per file so an interrupted run resumes where it stopped. */
@@ -168,174 +143,4 @@ async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeRe
     );
   }
   return live.index;
-}
-
-/** The file at `path`, or undefined when none can be read there (absent, or a file stands where a folder should). */
-function localFile(path: string): Stats | undefined {
-  // Synchronous: a stat costs microseconds, less than a hop to libuv's thread pool.
-  try {
-    return statSync(path, { throwIfNoEntry: false });
-  } catch {
-    return undefined;
-  }
-}
-
-/** Whether `path` is a folder without entries; reads one entry at most, however large the folder. */
-async function isEmptyFolder(path: string): Promise<boolean> {
-  const dir = await opendir(path);
-  try {
-    return (await dir.read()) === null;
-  } finally {
-    await dir.close();
-  }
-}
-
-/** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
-const BUFFERED_BODY_MAX = 1 << 20;
-
-/**
- * Makes a folder and its missing parents one level at a time, failing with the path at fault: Node's
- * recursive mkdir spins forever under /proc, and a file in the way would otherwise surface as a bare ENOTDIR.
- */
-export async function makeFolder(path: string): Promise<void> {
-  const missing: string[] = [];
-  const fail = (at: string, err: unknown): never => {
-    const code = (err as NodeJS.ErrnoException)?.code ?? String(err);
-    const why = code === 'ENOTDIR' || code === 'EEXIST' ? 'a part of it is a file, not a folder' : code;
-    throw new IndexerError(`Cannot make the cache folder ${path}: ${at} (${why})`, 'Give --cache a folder you can write to');
-  };
-  for (let at = resolve(path); ; at = dirname(at)) {
-    const info = await stat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : fail(at, err)));
-    if (info) {
-      if (!info.isDirectory()) fail(at, Object.assign(new Error(), { code: 'ENOTDIR' }));
-      break;
-    }
-    missing.unshift(at);
-    if (dirname(at) === at) break;
-  }
-  for (const dir of missing) await mkdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : fail(dir, err)));
-}
-
-/**
- * Where the download of `path` is written before its rename: under the cache's `_control/`, which no data
- * key reaches (clients never sync it), so no key can be named like a temporary file. The name is fixed per
- * path, so a download an interrupted run left half done is simply replaced.
- */
-export function partPathOf(cacheDir: string, path: string): string {
-  return join(resolve(cacheDir), INDEXER_DIR, 'parts', `${createHash('sha256').update(path).digest('hex').slice(0, 40)}.part`);
-}
-
-/** Removes the folder of temporary files, and its parents if they are left empty. */
-async function removePartsFolder(cacheDir: string): Promise<void> {
-  const parts = join(resolve(cacheDir), INDEXER_DIR, 'parts');
-  await rm(parts, { recursive: true, force: true }).catch(() => undefined);
-  for (const dir of [join(resolve(cacheDir), INDEXER_DIR), join(resolve(cacheDir), CONTROL_DIR)]) {
-    const removed = await rmdir(dir).then(
-      () => true,
-      () => false,
-    );
-    if (!removed) break;
-  }
-}
-
-/** An fs error as a message naming the file (ENOSPC alone names nothing). */
-function fileError(err: unknown, path: string): Error {
-  const e = err as NodeJS.ErrnoException;
-  if (e?.code === undefined || e.message.includes(path)) return err as Error;
-  const why = e.code === 'ENOSPC' ? 'no space left on device' : e.message;
-  return new IndexerError(
-    `Cannot write ${path}: ${why}`,
-    e.code === 'ENOSPC' ? 'Free disk space, then run the same command again to resume' : undefined,
-    { cause: err },
-  );
-}
-
-/**
- * Downloads an object to its part file (see `partPathOf`), then renames it to `path`: a run killed midway
- * leaves at most a part file, which never counts as present.
- */
-async function download(store: S3Store, key: string, path: string, part: string, dirs: Map<string, Promise<void>>): Promise<number> {
-  const object = await store.open(key);
-  if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
-  const expected = object.info.size;
-  // Read from the start, so that an error of the body is always heard, even while the folder is being made.
-  const body = expected > 0 && expected <= BUFFERED_BODY_MAX ? readBody(object.stream) : undefined;
-  body?.catch(() => undefined); // awaited below
-  try {
-    await Promise.all([madeDir(dirs, dirname(path)), madeDir(dirs, dirname(part))]);
-    let size: number;
-    if (body) {
-      const chunks = await body;
-      size = chunks.reduce((n, c) => n + c.length, 0);
-      // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
-      if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
-      writeWhole(path, part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    } else {
-      await pipeline(object.stream, createWriteStream(part));
-      size = (await stat(part)).size;
-      await rename(part, path);
-    }
-    return size;
-  } catch (err) {
-    object.stream.destroy();
-    await rm(part, { force: true });
-    throw fileError(err, path);
-  }
-}
-
-/**
- * Makes a folder under the cache once per run, its missing parents first, so each new folder costs one
- * `mkdir` (a recursive one retries from the top); the files of a folder share it.
- */
-function madeDir(dirs: Map<string, Promise<void>>, dir: string): Promise<void> {
-  let made = dirs.get(dir);
-  if (!made) {
-    const parent = dirname(dir);
-    made = (parent === dir ? Promise.resolve() : madeDir(dirs, parent)).then(() =>
-      mkdir(dir).then(
-        () => undefined,
-        (err: NodeJS.ErrnoException) => {
-          if (err.code !== 'EEXIST') throw err;
-        },
-      ),
-    );
-    dirs.set(dir, made);
-  }
-  return made;
-}
-
-/** The chunks of a body, once it has ended; rejects if it fails or closes first. */
-function readBody(stream: Readable): Promise<Buffer[]> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let ended = false;
-    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-    stream.once('end', () => {
-      ended = true;
-      resolve(chunks);
-    });
-    stream.once('error', reject);
-    stream.once('close', () => ended || reject(new Error('the connection closed before the body ended')));
-  });
-}
-
-/**
- * Writes `body` to `part`, then renames it to `path`, so `path` only ever holds a whole file. Synchronous on
- * purpose: a small file is written in microseconds, and each asynchronous call (open, write, close, rename)
- * would cost two thread-pool handoffs of kernel time.
- */
-function writeWhole(path: string, part: string, body: Buffer): void {
-  writeFileSync(part, body);
-  renameSync(part, path);
-}
-
-/** `writeWhole` for a file outside the downloads (the index copy), its part folder made first; a failure names `path`. */
-async function writeAtomically(path: string, part: string, body: Buffer, dirs: Map<string, Promise<void>>): Promise<void> {
-  try {
-    await madeDir(dirs, dirname(part));
-    writeWhole(path, part, body);
-  } catch (err) {
-    await rm(part, { force: true });
-    throw fileError(err, path);
-  }
 }

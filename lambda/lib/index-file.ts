@@ -115,7 +115,7 @@ function entryJson(key: string, entry: IndexEntry): string {
 
 /**
  * Serialises an index as compact JSON, entry by entry, straight into one buffer: no giant string and no
- * list of chunks copied again at the end, so a million entries (about 150 MB of JSON) need little more
+ * list of chunks copied again at the end, so a million entries need little more
  * than the bytes themselves. The buffer is sized from an estimate and grown if that falls short.
  */
 export function serializeIndex(index: DatastoreIndex): Buffer {

@@ -1,20 +1,32 @@
 /**
  * Every module of the library, for the project's own code (handler, command, tests, bench). The
- * package exports `./index` instead: a curated surface without these internals.
+ * package exports `./index` and `./event-api` instead: curated surfaces without these internals.
  */
 export * from './errors';
+export * from './names';
 export * from './keys';
-export * from './root';
+export * from './scope';
+export * from './config';
 export * from './index-file';
 export * from './drift';
 export * from './events';
 export * from './s3';
+export * from './s3-client';
+export * from './s3-errors';
 export * from './list';
+export * from './key-space';
+export * from './parallel-list';
 export * from './lock';
-export * from './live-index';
+export * from './layouts/types';
+export * from './layouts/manifest';
+export * from './layouts/read';
+export * from './layouts/write';
+export * from './layouts/shards';
+export * from './layouts/mirror';
 export * from './publish';
 export * from './heal';
 export * from './hydrate';
+export * from './cache-files';
 export * from './concurrency';
 export * from './notifications';
 export * from './namespaces';

@@ -1,19 +1,5 @@
-/** Key rules of the swamp datastore contract: internal keys, namespaces and shard partitions. */
-
-/** The monolithic index, relative to a datastore root or namespace. */
-export const INDEX_KEY = '.datastore-index.json';
-/** The writers' lock, one per datastore root. */
-export const LOCK_KEY = '.datastore.lock';
-/** Control records of a scope; clients keep their own here too, so the indexer uses only `INDEXER_DIR`. */
-export const CONTROL_DIR = '_control/';
-/** The root's folder of everything the indexer itself writes (unreadable copies, repair progress, publish intents). */
-export const INDEXER_DIR = `${CONTROL_DIR}datastore-indexer/`;
-/** Where a shard-first root keeps its index. */
-export const SHARD_DIR = '_index/';
-/** The partition manifest (`_meta.json`): version 2 makes a scope shard-first, version 1 dual-write. */
-export const SHARD_META_KEY = `${SHARD_DIR}_meta.json`;
-/** The marker object that makes a top-level folder a namespace. */
-export const NAMESPACE_MARKER = '.namespace.json';
+/** Key rules of the swamp datastore contract: internal keys, refused keys, namespaces and shard partitions. */
+import { CONTROL_DIR, INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_DIR, segmentProblem } from './names';
 
 const INTERNAL_EXACT = new Set([INDEX_KEY, '.push-queue.json', LOCK_KEY, '.datastore-sync-state.json']);
 const INTERNAL_LAST_SEGMENT = new Set(['.lock', NAMESPACE_MARKER, '_catalog.db']);
@@ -75,8 +61,9 @@ export function refusedKeyReason(rel: string): string | undefined {
   if (rel.length <= MAX_SEGMENT_BYTES / 3 && !SUSPECT.test(rel)) return undefined;
   if (rel.startsWith('/') || rel.startsWith('\\')) return 'it starts with a slash';
   if (rel.includes('\0')) return 'it holds a NUL character';
+  const problem = segmentProblem(rel);
+  if (problem) return `it has ${problem}`;
   for (const segment of rel.split('/')) {
-    if (segment === '') return 'it has an empty path segment';
     if (segment.split('\\').some((part) => part === '.' || part === '..')) return 'it has a "." or ".." path segment';
     if (Buffer.byteLength(segment, 'utf8') > MAX_SEGMENT_BYTES) return `it has a path segment over ${MAX_SEGMENT_BYTES} bytes`;
   }
@@ -86,9 +73,4 @@ export function refusedKeyReason(rel: string): string | undefined {
 /** True when a client would refuse the relative key (see `refusedKeyReason`). */
 export function isRefusedKey(rel: string): boolean {
   return refusedKeyReason(rel) !== undefined;
-}
-
-/** The folder under `INDEXER_DIR` that names a scope: `root` or `ns/<namespace>`. */
-export function indexerScopeFolder(namespace: string | undefined): string {
-  return namespace ? `ns/${namespace}` : 'root';
 }

@@ -1,7 +1,7 @@
 /**
- * A fast reader for ListObjectsV2 answers. The SDK's generic XML deserialiser spends about 30 ms of CPU
- * on a 1,000-key page (as long as a same-region round trip); this reads the few fields a listing needs
- * in about a millisecond. Anything it does not recognise makes it answer undefined, and the caller lets
+ * A fast reader for ListObjectsV2 answers. The SDK's generic XML deserialiser costs a full page about as
+ * much CPU as a round trip takes; this reads only the few fields a listing needs. Anything it does not
+ * recognise makes it answer undefined, and the caller lets
  * the SDK parse the page instead: an unusual answer costs speed, never correctness.
  *
  * Every string it returns is a fresh copy of its bytes, never a slice of the page's text, so an index

@@ -1,16 +1,15 @@
 /** Listing a datastore root: pages streamed from S3 and sorted into the scopes they belong to. */
 import type { ListedObject } from './index-file';
-import { NAMESPACE_MARKER, SHARD_DIR, isInternalKey, namespaceOfMarker, topFolder } from './keys';
-import { type DatastoreRoot, rootBase } from './root';
+import { isInternalKey, namespaceOfMarker, topFolder } from './keys';
+import { NAMESPACE_MARKER, SHARD_DIR, namespaceMarkerKey, partitionOfFile, scopeBase, segmentProblem } from './names';
 import type { ListPage, S3Store } from './s3';
+import type { DatastoreRoot, IndexScope } from './scope';
 
 /** Produces every object under a key prefix as a stream of pages, in any order. */
 export type Lister = (store: S3Store, prefix: string) => AsyncIterable<ListPage>;
 
 /** One ListObjectsV2 walk, page after page. */
 export const sequentialLister: Lister = (store, prefix) => store.listPages({ prefix });
-
-export { type ParallelListOptions, compareKeys, parallelLister } from './parallel-list';
 
 /** A listing sorted by scope: '' is the root's own index, other names are namespaces. */
 export interface ScopedListing {
@@ -85,16 +84,17 @@ export async function listScopes(
 
 /** True when the root has a namespace of that name: a top-level folder holding `.namespace.json`. */
 export async function namespaceExists(store: S3Store, root: DatastoreRoot, namespace: string): Promise<boolean> {
-  if (!namespace || namespace.includes('/') || namespace === '.' || namespace === '..') return false;
+  if (namespace.includes('/') || segmentProblem(namespace)) return false;
   // A listing rather than a HeadObject, so a missing bucket reads as a missing bucket, not a missing namespace.
-  const marker = `${rootBase(root)}${namespace}/${NAMESPACE_MARKER}`;
+  const marker = namespaceMarkerKey(root, namespace);
   // The marker sorts first among keys that start with it, so the first page tells.
   for await (const page of store.listPages({ prefix: marker, maxKeys: 1 })) return page.objects.some((o) => o.key === marker);
   return false;
 }
 
-/** The shard partitions under `<base>_index/` (`base` empty or ending in `/`), as clients find them when `_meta.json` is missing. */
-export async function listShardPartitions(store: S3Store, base: string): Promise<string[]> {
+/** The partition files under a scope's `_index/`, as clients find them when `_meta.json` is missing. */
+export async function listShardPartitions(store: S3Store, scope: IndexScope): Promise<string[]> {
+  const base = scopeBase(scope);
   const found = new Map<string, string[]>();
   for await (const page of store.listPages({ prefix: base + SHARD_DIR })) {
     for (const object of page.objects) notePartition(found, '', object.key.slice(base.length));
@@ -103,9 +103,8 @@ export async function listShardPartitions(store: S3Store, base: string): Promise
 }
 
 function notePartition(into: Map<string, string[]>, ns: string, rel: string): void {
-  if (!rel.startsWith(SHARD_DIR) || !rel.endsWith('.json') || rel === `${SHARD_DIR}_meta.json`) return;
-  const partition = rel.slice(SHARD_DIR.length, -'.json'.length);
-  if (partition.includes('/')) return;
+  const partition = partitionOfFile(rel);
+  if (partition === undefined) return;
   const list = into.get(ns) ?? [];
   list.push(partition);
   into.set(ns, list);

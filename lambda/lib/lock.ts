@@ -1,8 +1,9 @@
 /** The datastore lock of the swamp contract: one lock object per root, shared with swamp clients. */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { LockBusyError } from './errors';
-import { ConditionalWritesUnsupportedError, type S3Store } from './s3';
+import { sleep } from './concurrency';
+import { ConditionalWritesUnsupportedError, LockBusyError } from './errors';
+import type { S3Store } from './s3';
 
 /** The lock object's body, as swamp clients write it. */
 export interface LockBody {
@@ -19,7 +20,7 @@ export interface LockOptions {
   /**
    * Lifetime without a heartbeat before others may take the lock over. Clients judge staleness by the
    * ttlMs written in the lock, and the indexer holds it only for a read-merge-write, so a short one means
-   * a killed indexer blocks clients for seconds, not half a minute. @default 10000
+   * a killed indexer blocks clients for seconds. @default 10000
    */
   readonly ttlMs?: number;
   /** How long to wait for a live holder before failing with `LockBusyError`. @default 60000 */
@@ -51,8 +52,6 @@ export async function releaseHeldLocks(timeoutMs = 5_000): Promise<number> {
   clearTimeout(timer);
   return locks.length;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function parseLock(body: Buffer): Partial<LockBody> {
   try {

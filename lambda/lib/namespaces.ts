@@ -1,7 +1,7 @@
 /** Which top-level folders of a root are namespaces, asked of S3 once per folder (`namespaceExists`) and remembered. */
 import { topFolder } from './keys';
 import { namespaceExists } from './list';
-import type { DatastoreRoot } from './root';
+import type { DatastoreRoot } from './scope';
 import type { S3Store } from './s3';
 
 /** A root-relative key placed in its scope: the namespace it belongs to (if any) and the key relative to that scope. */

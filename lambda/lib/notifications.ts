@@ -1,7 +1,8 @@
 /** S3 event notifications and S3 EventBridge events turned into `ObjectChange`s; pure. */
 import { type ObjectChange, decodeEventKey } from './events';
 import { isInternalKey } from './keys';
-import { type DatastoreRoot, rootBase } from './root';
+import { rootBase } from './names';
+import type { DatastoreRoot } from './scope';
 
 /** What one message body holds: object changes, S3's test event, or something the indexer does not know. */
 export type NotificationMessage =

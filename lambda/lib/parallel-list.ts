@@ -1,26 +1,15 @@
 /**
- * Parallel listing: the key space under a prefix is cut into slices that are listed at once, and their
- * pages are merged back, in key order, into exactly what one sequential ListObjectsV2 walk returns.
- *
- * A slice is every key `k` with `after < k <= until` (either bound may be open). Its requests use
- * `StartAfter: after` and it stops at the first key past `until`, which is also the `StartAfter` of the
- * slice that follows it: the bounds are any strings, so no key can fall between two slices, whatever
- * sorts next to a boundary (`a-b`, `a.b`, a key equal to a folder name, a folder marker `a/`).
- *
- * Where to cut comes from the store itself. A delimiter listing (`Delimiter: '/'`) of a folder returns
- * its sub-folders, which are good boundaries: the first one of the root, at the start; later, whenever a
- * slice turns out to hold more than a page and fewer slices are running than requests may be in flight,
- * the folder around the slice's position is probed (after that position; one level deeper next time when
- * it holds nothing to cut at) and the rest of the slice is cut at the sub-folders found, as often as makes
- * slices of a few pages. A slice of a whole folder is probed along with its first page, not after it, and a
- * slice left in a big sub-folder after a cut is probed one level down at once: the listing fans out in
- * fewer rounds one after another. A sub-folder cut at becomes a slice that lists that folder alone (its prefix, so
- * nothing is read past its end), then whatever lies between it and the next cut. A folder holding only
- * objects is cut by extrapolating the page just read: its keys, read as fractions over the characters they
- * use, say how far on another few pages' worth of keys should end.
+ * Parallel listing: the key space under a prefix is cut into slices listed at once, and their pages are
+ * merged back, in key order, into exactly what one sequential ListObjectsV2 walk returns. A slice is every
+ * key `k` with `after < k <= until`; its requests use `StartAfter: after` and stop at the first key past
+ * `until`, the `StartAfter` of the next slice, so no key can fall between two slices. Where to cut comes
+ * from the store: a delimiter listing of a folder names its sub-folders; a folder of objects alone is cut
+ * by extrapolating a page of its keys (`key-space.ts`). docs/DESIGN.md tells the whole of it.
  */
 import { ConfigError, IndexerError } from './errors';
+import { MIN_SLICE_PAGES, commonFolder, compareKeys, extrapolate, piecesOf, spread } from './key-space';
 import type { Lister } from './list';
+import { type Hints, type Segment, type Slice, Slots, endOf } from './parallel-slices';
 import type { ListPage, S3Store } from './s3';
 
 /** How to list in parallel. */
@@ -31,210 +20,10 @@ export interface ParallelListOptions {
   readonly pageSize?: number;
 }
 
-/** A slice cut from a folder's sub-folders should hold at least this many pages, or cutting costs more than it saves. */
-const MIN_SLICE_PAGES = 3;
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
 const MAX_FAILED_SPLITS = 4;
 /** Folder levels probed at once when cutting a slice; one, going a level deeper when it finds nothing (fewer requests than two). */
 const LEVELS = 1;
-
-const HIGH_UNITS = /[\uD800-\uFFFF]/;
-
-/** The place of a UTF-16 code unit in code point order: surrogates (code points past U+FFFF) after U+E000–U+FFFF. */
-function rank(unit: number): number {
-  if (unit < 0xd800) return unit;
-  return unit < 0xe000 ? unit + 0x2000 : unit - 0x800;
-}
-
-/**
- * Compares keys as S3 orders them, by their UTF-8 bytes (that is, by code point). JavaScript's `<`
- * compares UTF-16 code units, which agrees except between characters past U+FFFF and U+E000–U+FFFF.
- */
-export function compareKeys(a: string, b: string): number {
-  if (a === b) return 0;
-  if (!HIGH_UNITS.test(a) || !HIGH_UNITS.test(b)) return a < b ? -1 : 1;
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x !== y) return rank(x) - rank(y);
-  }
-  return a.length - b.length;
-}
-
-/** The longest folder (empty or ending in `/`) both strings start with. */
-function commonFolder(a: string, b: string): string {
-  let i = 0;
-  while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
-  return a.slice(0, a.lastIndexOf('/', i - 1) + 1);
-}
-
-/** Digits of a key's suffix read as a fraction; eight digits stay exact in a double for alphabets of up to 90 characters. */
-const FRACTION_DIGITS = 8;
-
-/** Keys after `folder` read as fractions in [0, 1), their characters as digits of an alphabet (sorted code units). */
-class KeyScale {
-  private readonly index = new Map<number, number>();
-
-  constructor(
-    private readonly folder: string,
-    private readonly alphabet: readonly number[],
-  ) {
-    alphabet.forEach((unit, i) => {
-      this.index.set(unit, i);
-    });
-  }
-
-  /** The alphabet of the suffixes of `keys` after `folder`. */
-  static of(folder: string, keys: readonly string[]): KeyScale {
-    const units = new Set<number>();
-    for (const key of keys) for (let i = folder.length; i < key.length; i++) units.add(key.charCodeAt(i));
-    return new KeyScale(
-      folder,
-      [...units].sort((a, b) => a - b),
-    );
-  }
-
-  fraction(key: string): number {
-    const base = this.alphabet.length;
-    let x = 0;
-    let scale = 1;
-    for (let i = 0; i < FRACTION_DIGITS; i++) {
-      scale /= base;
-      const at = this.folder.length + i;
-      if (at >= key.length) break;
-      const unit = key.charCodeAt(at);
-      let digit = this.index.get(unit);
-      if (digit === undefined) {
-        // A character the alphabet lacks: place it between its neighbours and stop there.
-        digit = this.alphabet.filter((u) => u < unit).length;
-        return x + (digit - 0.5) * scale;
-      }
-      x += digit * scale;
-    }
-    return x;
-  }
-
-  key(x: number): string {
-    const base = this.alphabet.length;
-    let out = this.folder;
-    for (let i = 0; i < FRACTION_DIGITS && x > 0; i++) {
-      x *= base;
-      const digit = Math.min(base - 1, Math.floor(x));
-      out += String.fromCharCode(this.alphabet[digit]);
-      x -= digit;
-    }
-    return out;
-  }
-}
-
-/**
- * Boundaries past `keys` (consecutive keys of a folder of objects, as a probe returned them): the last of
- * them, then points further on, each as far again as `pages` times the stretch those keys covered, read
- * as fractions over the alphabet their suffixes use. Where keys are spread evenly (hashes, counters,
- * timestamps) each new slice then holds about `pages` pages; where they are not, a later cut corrects it.
- */
-function extrapolate(folder: string, keys: readonly string[], pages: number, count: number): string[] {
-  const scale = KeyScale.of(folder, keys);
-  const first = scale.fraction(keys[0]);
-  const last = scale.fraction(keys[keys.length - 1]);
-  const step = (last - first) * pages;
-  const out = [keys[keys.length - 1]];
-  if (!(step > 0)) return out;
-  for (let i = 1; i < count && last + i * step < 1; i++) out.push(scale.key(last + i * step));
-  return out;
-}
-
-/**
- * How many slices of at least MIN_SLICE_PAGES pages `children` sibling folders of `folder` make, judged by
- * how many keys each child of `folder` held in a page just listed. When one child fills half a page or
- * more (or the page says nothing), every sibling may be worth a slice of its own.
- */
-function piecesOf(children: number, folder: string, page: readonly { key: string }[], pageSize: number): number {
-  const counts = new Map<string, number>();
-  let keys = 0;
-  for (const { key } of page) {
-    if (!key.startsWith(folder)) continue;
-    const slash = key.indexOf('/', folder.length);
-    const child = slash < 0 ? key : key.slice(0, slash + 1);
-    counts.set(child, (counts.get(child) ?? 0) + 1);
-    keys++;
-  }
-  if (counts.size === 0 || Math.max(...counts.values()) >= pageSize / 2) return children;
-  return Math.floor((children * keys) / counts.size / (MIN_SLICE_PAGES * pageSize));
-}
-
-/** `count` items spread evenly over `items` (all of them when there are no more than `count`). */
-function spread<T>(items: readonly T[], count: number): T[] {
-  if (items.length <= count) return [...items];
-  const out: T[] = [];
-  for (let i = 1; i <= count; i++) out.push(items[Math.round((i * (items.length + 1)) / (count + 1)) - 1]);
-  return [...new Set(out)];
-}
-
-/**
- * One stretch of a slice, listed with `Prefix: prefix` after the slice's last key (or `after`), up to
- * `until` (inclusive) or `before` (exclusive); with neither, to the end of the prefix.
- */
-interface Segment {
-  readonly prefix: string;
-  readonly until?: string;
-  readonly before?: string;
-}
-
-/** A run of keys listed in order by one chain of requests, segment after segment; its pages wait in `pages` until their turn. */
-interface Slice {
-  /** Where the slice starts: keys after this one (exclusive); undefined for the start of its first segment. */
-  after?: string;
-  /** What is left to list; the first is being listed. */
-  segments: Segment[];
-  /** The last key taken so far. */
-  last?: string;
-  /** The keys of the last page taken, to estimate how many keys a sub-folder holds. */
-  recent: readonly { key: string }[];
-  readonly pages: ListPage[];
-  done: boolean;
-  next?: Slice;
-  splitting: boolean;
-  /** Folder levels below the common folder the next probe starts at; grows when probes find nothing. */
-  depth: number;
-  failedSplits: number;
-  /** Sub-folders of `hints.folder` a probe already found inside the slice: cut at them without probing again. */
-  hints?: Hints;
-}
-
-/** Sub-folders (`children`, sorted) of one folder. */
-interface Hints {
-  readonly folder: string;
-  readonly children: readonly string[];
-}
-
-/** The end of a segment as a string: every key it takes sorts at or before it (undefined: open). */
-const endOf = (segment: Segment): string | undefined => segment.until ?? segment.before;
-
-/** At most `free` requests in flight; waiting probes go first (they make work for the rest), then slices in turn. */
-class Slots {
-  private readonly waiting: { probe: boolean; resolve: () => void }[] = [];
-
-  constructor(private free: number) {}
-
-  acquire(probe: boolean): Promise<void> {
-    if (this.free > 0) {
-      this.free--;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.waiting.push({ probe, resolve }));
-  }
-
-  release(): void {
-    if (this.waiting.length === 0) {
-      this.free++;
-      return;
-    }
-    const probe = this.waiting.findIndex((w) => w.probe);
-    this.waiting.splice(Math.max(probe, 0), 1)[0].resolve();
-  }
-}
 
 /** One parallel listing of `base`: slices, their runners and the in-order merge of their pages. */
 class ParallelListing {

@@ -1,14 +1,23 @@
 /** Publishing an index safely: under the datastore lock, with conditional writes, re-checked until it holds. */
-import { PublishConflictError } from './errors';
+import { sleep } from './concurrency';
+import { ConditionalWritesUnsupportedError, PublishConflictError } from './errors';
 import type { DatastoreIndex } from './index-file';
-import { INDEXER_DIR, LOCK_KEY, indexerScopeFolder } from './keys';
-import { type IndexWriteResult, type KnownIndex, type LiveIndex, type UnreadablePart, readLiveIndex, writeIndex } from './live-index';
-import { type LockOptions, withLock } from './lock';
-import { type IndexScope, rootBase, scopeBase } from './root';
-import { ConditionalWritesUnsupportedError, type S3Store } from './s3';
+import { readLiveIndex } from './layouts/read';
+import type { KnownIndex, LiveIndex, UnreadablePart } from './layouts/types';
+import { writeIndex } from './layouts/write';
+import { type LockOptions, type DatastoreLock, withLock } from './lock';
+import { heldCopyKey, lockKeyOf, unreadableCopyKey } from './names';
+import type { S3Store } from './s3';
+import type { IndexScope } from './scope';
 
-/** Decides the index a scope should have given what is live; undefined means "nothing to change". */
-export type Planner = (live: LiveIndex) => Promise<DatastoreIndex | undefined>;
+/** What a planner decided for a live index: the index to write (none: nothing to change), and what it found on the way. */
+export interface Plan<F> {
+  readonly index?: DatastoreIndex;
+  readonly facts: F;
+}
+
+/** Decides the index a scope should have given what is live. */
+export type Planner<F> = (live: LiveIndex) => Promise<Plan<F>>;
 
 /** Structured events a caller may log. */
 export type PublishEvent =
@@ -35,7 +44,7 @@ export interface PublishOptions {
 }
 
 /** What a publish did. */
-export interface PublishOutcome {
+export interface PublishOutcome<F> {
   /** True when the index was written at least once. */
   readonly published: boolean;
   /** Index writes made (a conflict is not a write). */
@@ -55,7 +64,28 @@ export interface PublishOutcome {
   readonly index?: DatastoreIndex;
   /** Mirror partition files (or version-1 manifests) that could not be refreshed. */
   readonly mirrorFailures: number;
+  /** The facts of every plan made, in order: the first is what the scope held before anything was written. */
+  readonly plans: readonly F[];
+  /** The facts of the plan whose index was written last. */
+  readonly writtenFacts?: F;
 }
+
+/** A plan and the version of the index it was made for: re-read unchanged under the lock, it stands. */
+interface Planned<F> {
+  readonly live: LiveIndex;
+  readonly plan: Plan<F>;
+}
+
+/** How one attempt under the lock ended. */
+type Attempt<F> =
+  | {
+      readonly status: 'written';
+      readonly live: LiveIndex;
+      readonly plan: Plan<F>;
+      readonly known?: KnownIndex;
+      readonly recheck?: Promise<LiveIndex>;
+    }
+  | { readonly status: 'settled'; readonly live: LiveIndex };
 
 /** True when two reads found the same index version: both absent, or the same single object with the same ETag. */
 function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
@@ -64,179 +94,247 @@ function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
   return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 function jitter(attempt: number): number {
   const cap = Math.min(2000, 50 * 2 ** attempt);
   return cap / 2 + Math.random() * (cap / 2);
 }
 
-/** Reads a scope's monolith again, conditionally on the version `live` holds; a failure surfaces only where the read is used. */
-function rereadAlongside(store: S3Store, scope: IndexScope, live: LiveIndex, shardPartitions?: readonly string[]): Promise<LiveIndex> {
-  const known = live.state === 'valid' && live.etag ? { etag: live.etag, index: live.index } : undefined;
-  const read = readLiveIndex(store, scope, shardPartitions, known);
-  read.catch(() => undefined);
-  return read;
-}
-
-/** Key in the root's `_control/datastore-indexer/unreadable/<root | ns/<ns>>/` where an unreadable index object is kept before it is replaced. */
-export function unreadableCopyKey(scope: IndexScope, sourceKey: string, now = new Date()): string {
-  const name = sourceKey.slice(scopeBase(scope).length).replace(/\//g, '~');
-  const folder = `${rootBase(scope.root)}${INDEXER_DIR}unreadable/${indexerScopeFolder(scope.namespace)}/`;
-  return `${folder}${now.toISOString().replace(/[:.]/g, '-')}-${name}`;
-}
-
-/** Key of the one copy kept of a held object's version (see `LiveIndex.hold`), beside the other unreadable copies. */
-export function heldCopyKey(scope: IndexScope, part: UnreadablePart): string {
-  return unreadableCopyKey(scope, part.key).replace(
-    /[^/]*$/,
-    `held-${part.etag}-${part.key.slice(scopeBase(scope).length).replace(/\//g, '~')}`,
-  );
-}
-
 /** The objects of a live index that do not parse and of which a copy is kept before anything replaces them. */
 function unreadablePartsOf(live: LiveIndex): UnreadablePart[] {
   const parts = live.state === 'unreadable' ? [...live.parts] : [];
-  if (live.badManifest && !parts.some((p) => p.etag === live.badManifest!.etag && p.key === live.badManifest!.key))
-    parts.unshift(live.badManifest);
+  const bad = live.badManifest;
+  if (bad && !parts.some((p) => p.etag === bad.etag && p.key === bad.key)) parts.unshift(bad);
   return parts;
 }
 
 /**
- * Publishes what `plan` decides: reads the live index, and only when something must change takes the
- * root's lock, re-reads, re-plans and writes with `If-Match`/`If-None-Match`, retrying lost races;
- * afterwards re-reads and re-applies whatever a client's unconditional push erased.
+ * One publish of one scope: the counters and settings its attempts share (whether conditional writes
+ * work, the copies kept, the plans made). Each attempt returns what it did.
  */
-export async function publishIndex(
-  store: S3Store,
-  scope: IndexScope,
-  plan: Planner,
-  options: PublishOptions = {},
-): Promise<PublishOutcome> {
-  const maxAttempts = options.maxAttempts ?? 6;
-  const rounds = options.convergeRounds ?? 2;
-  const emit = options.onEvent ?? (() => undefined);
-  const before = await (options.before ?? readLiveIndex(store, scope, options.shardPartitions));
-  let live = before;
-  let next = await plan(live);
-  let keptCopy: string | undefined;
-  const keptEtags = new Set<string>();
-  const keepCopies = async (of: LiveIndex): Promise<void> => {
-    for (const part of unreadablePartsOf(of)) {
-      if (keptEtags.has(part.etag)) continue;
-      // What is held stays in place and every run meets it again: one copy per version, named by its ETag.
-      const copyKey = of.hold ? heldCopyKey(scope, part) : unreadableCopyKey(scope, part.key);
-      await store.put(copyKey, part.bytes, of.hold ? { ifNoneMatch: '*' } : undefined, 'application/octet-stream').catch((err: unknown) => {
-        if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
-        return store.put(copyKey, part.bytes, undefined, 'application/octet-stream');
-      });
-      keptEtags.add(part.etag);
-      keptCopy ??= copyKey;
-      emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
-    }
-  };
-  let mirrorFailures = 0;
-  if (before.hold) {
-    // Unsure what the scope was: a copy of what does not parse (when a write was wanted), a report, nothing rewritten.
-    if (next) await keepCopies(before);
-    emit({ event: 'held', reason: before.hold });
-    return { published: false, writes: 0, conflicts: 0, lockWaits: 0, keptCopy, conditional: true, before, last: before, mirrorFailures };
-  }
-  // The last plan and the index version it was made for: re-read unchanged under the lock, it stands.
-  let planned: { readonly live: LiveIndex; readonly next: DatastoreIndex | undefined } | undefined = { live, next };
-  let known: KnownIndex | undefined;
-  let writes = 0;
-  let conflicts = 0;
-  let lockWaits = 0;
-  let conditional = true;
-  let written: DatastoreIndex | undefined;
-  const lockOptions: LockOptions = {
-    ...options.lock,
-    onWait: (holder, waitedMs) => {
-      lockWaits++;
-      emit({ event: 'lock-wait', holder, waitedMs });
-      options.lock?.onWait?.(holder, waitedMs);
-    },
-    onUnsupported: () => {
-      conditional = false;
-      emit({ event: 'conditional-writes-unsupported' });
-    },
-  };
+class Publication<F> {
+  writes = 0;
+  conflicts = 0;
+  lockWaits = 0;
+  mirrorFailures = 0;
+  conditional = true;
+  keptCopy?: string;
+  readonly plans: F[] = [];
+  private readonly keptEtags = new Set<string>();
+  private readonly emit: (event: PublishEvent) => void;
+  private readonly lockOptions: LockOptions;
 
-  for (let round = 0; next && round <= rounds; round++) {
-    if (round > 0) emit({ event: 'erased', round });
+  constructor(
+    private readonly store: S3Store,
+    private readonly scope: IndexScope,
+    private readonly planner: Planner<F>,
+    private readonly options: PublishOptions,
+  ) {
+    this.emit = options.onEvent ?? (() => undefined);
+    this.lockOptions = {
+      ...options.lock,
+      onWait: (holder, waitedMs) => {
+        this.lockWaits++;
+        this.emit({ event: 'lock-wait', holder, waitedMs });
+        options.lock?.onWait?.(holder, waitedMs);
+      },
+      onUnsupported: () => this.noConditionalWrites(),
+    };
+  }
+
+  read(known?: KnownIndex): Promise<LiveIndex> {
+    return readLiveIndex(this.store, this.scope, this.options.shardPartitions, known);
+  }
+
+  /** A read sent now and used later; a failure surfaces only where it is awaited. */
+  readAhead(known?: KnownIndex): Promise<LiveIndex> {
+    const read = this.read(known);
+    read.catch(() => undefined);
+    return read;
+  }
+
+  async plan(live: LiveIndex): Promise<Planned<F>> {
+    const plan = await this.planner(live);
+    this.plans.push(plan.facts);
+    return { live, plan };
+  }
+
+  /** Keeps a copy of every unreadable object of `live` not kept yet in this publish. */
+  async keepCopies(live: LiveIndex): Promise<void> {
+    for (const part of unreadablePartsOf(live)) {
+      if (this.keptEtags.has(part.etag)) continue;
+      // What is held stays in place and every run meets it again: one copy per version, named by its ETag.
+      const copyKey = live.hold ? heldCopyKey(this.scope, part.key, part.etag) : unreadableCopyKey(this.scope, part.key);
+      const body = part.bytes;
+      await this.store
+        .put(copyKey, body, live.hold ? { ifNoneMatch: '*' } : undefined, 'application/octet-stream')
+        .catch((err: unknown) => {
+          if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
+          return this.store.put(copyKey, body, undefined, 'application/octet-stream');
+        });
+      this.keptEtags.add(part.etag);
+      this.keptCopy ??= copyKey;
+      this.emit({ event: 'kept-unreadable-copy', copyKey, reason: part.reason });
+    }
+  }
+
+  /** Reports a hold, nothing rewritten; `keepCopy` when a write was wanted: a copy of what does not parse is kept first. */
+  async hold(live: LiveIndex, keepCopy: boolean): Promise<void> {
+    if (keepCopy) await this.keepCopies(live);
+    this.emit({ event: 'held', reason: live.hold ?? '' });
+  }
+
+  noConditionalWrites(): void {
+    this.conditional = false;
+    this.emit({ event: 'conditional-writes-unsupported' });
+  }
+
+  /**
+   * Takes the lock, re-reads, re-plans (unless the version planned for is still there) and writes with a
+   * condition on what was read, retrying lost races. `readAgain` asks for the re-check's read to go out
+   * with the lock's release.
+   */
+  async attempt(planned: Planned<F>, readAgain: boolean): Promise<Attempt<F>> {
     // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
     // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
-    let recheck: Promise<LiveIndex> | undefined;
-    let early =
-      conditional && planned?.live.layout === 'monolith' ? rereadAlongside(store, scope, planned.live, options.shardPartitions) : undefined;
-    await withLock(store, rootBase(scope.root) + LOCK_KEY, lockOptions, async (lock) => {
+    let alongside = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
+    let reuse: Planned<F> | undefined = planned;
+    return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
-        // Re-read under the lock: what was read before it may already be out of date. The read made while
-        // taking it stands unless the lock had to be waited for or turned out to be the only protection.
-        const alongside = early;
-        early = undefined;
-        const reread = alongside && conditional && lock.waits === 0 ? await alongside : undefined;
-        live = reread?.layout === 'monolith' ? reread : await readLiveIndex(store, scope, options.shardPartitions);
-        next = planned && sameVersion(planned.live, live) ? planned.next : await plan(live);
-        planned = undefined;
-        if (!next) return;
+        const live = await this.rereadUnderLock(lock, alongside);
+        alongside = undefined;
+        const current = reuse && sameVersion(reuse.live, live) ? { live, plan: reuse.plan } : await this.plan(live);
+        reuse = undefined;
+        if (!current.plan.index) return { status: 'settled', live };
         if (live.hold) {
-          await keepCopies(live);
-          emit({ event: 'held', reason: live.hold });
-          next = undefined;
-          return;
+          await this.hold(live, true);
+          return { status: 'settled', live };
         }
         if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
-        await keepCopies(live);
-        const index = next;
-        const hooks = {
-          onMonolithWritten: (etag: string): void => {
-            known = { etag, index };
-          },
-          onMirrorFailed: ({ key, error }: { key: string; error: string }): void => {
-            mirrorFailures++;
-            emit({ event: 'mirror-failed', key, error });
-          },
-        };
-        let result: IndexWriteResult;
-        try {
-          result = await writeIndex(store, scope, live, index, conditional, hooks);
-        } catch (err) {
-          if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
-          conditional = false;
-          emit({ event: 'conditional-writes-unsupported' });
-          result = await writeIndex(store, scope, live, index, false, hooks);
+        await this.keepCopies(live);
+        const written = await this.write(live, current.plan.index);
+        if (written.status === 'written') {
+          this.writes++;
+          return {
+            status: 'written',
+            live,
+            plan: current.plan,
+            known: written.known,
+            recheck: readAgain ? this.readAhead(written.known) : undefined,
+          };
         }
-        if (result.status === 'written') {
-          writes++;
-          written = next;
-          // The re-check's read goes out with the lock's release, not after it.
-          if (round < rounds) {
-            recheck = readLiveIndex(store, scope, options.shardPartitions, known);
-            recheck.catch(() => undefined);
-          }
-          return;
-        }
-        conflicts++;
-        emit({ event: 'conflict', attempt, key: result.key });
-        if (attempt + 1 >= maxAttempts) {
+        this.conflicts++;
+        this.emit({ event: 'conflict', attempt, key: written.key });
+        if (attempt + 1 >= (this.options.maxAttempts ?? 6)) {
           throw new PublishConflictError(
-            `The index object s3://${store.bucket}/${result.key} kept changing under the datastore lock: ${conflicts} conditional writes lost their race`,
+            `The index object s3://${this.store.bucket}/${written.key} kept changing under the datastore lock: ${this.conflicts} conditional writes lost their race`,
             'A writer that does not take the datastore lock is rewriting it; find it (S3 server access logs name it) and retry later',
           );
         }
         await sleep(jitter(attempt));
       }
     });
-    // With no re-check rounds left (or none asked for, e.g. when a delayed re-check follows), stop at the write.
-    if (!written || round >= rounds) break;
-    // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
-    // Still exactly our write (same ETag), it is not parsed again and needs no new plan.
-    live = await (recheck ?? readLiveIndex(store, scope, options.shardPartitions, known));
-    next = live.state === 'valid' && known && live.index === known.index ? undefined : await plan(live);
-    planned = { live, next };
-    known = undefined;
   }
-  return { published: writes > 0, writes, conflicts, lockWaits, keptCopy, conditional, before, last: live, index: written, mirrorFailures };
+
+  /** The read made while the lock was taken stands unless the lock had to be waited for or turned out to be the only protection. */
+  private async rereadUnderLock(lock: DatastoreLock, alongside: Promise<LiveIndex> | undefined): Promise<LiveIndex> {
+    const reread = alongside && this.conditional && lock.waits === 0 ? await alongside : undefined;
+    return reread?.layout === 'monolith' ? reread : this.read();
+  }
+
+  /** The version a monolith read holds, so a read of it unchanged is not downloaded again. */
+  private knownOf(live: LiveIndex): KnownIndex | undefined {
+    return live.state === 'valid' && live.etag ? { etag: live.etag, index: live.index } : undefined;
+  }
+
+  /** Writes `index` in the scope's layout, conditionally unless the store turns out not to support it. */
+  private async write(
+    live: LiveIndex,
+    index: DatastoreIndex,
+  ): Promise<{ readonly status: 'written'; readonly known?: KnownIndex } | { readonly status: 'conflict'; readonly key: string }> {
+    let known: KnownIndex | undefined;
+    const hooks = {
+      onMonolithWritten: (etag: string): void => {
+        known = { etag, index };
+      },
+      onMirrorFailed: ({ key, error }: { key: string; error: string }): void => {
+        this.mirrorFailures++;
+        this.emit({ event: 'mirror-failed', key, error });
+      },
+    };
+    let result: Awaited<ReturnType<typeof writeIndex>>;
+    try {
+      result = await writeIndex(this.store, this.scope, live, index, this.conditional, hooks);
+    } catch (err) {
+      if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
+      this.noConditionalWrites();
+      result = await writeIndex(this.store, this.scope, live, index, false, hooks);
+    }
+    return result.status === 'written' ? { status: 'written', known } : result;
+  }
+
+  erased(round: number): void {
+    this.emit({ event: 'erased', round });
+  }
+}
+
+/**
+ * Publishes what `planner` decides: reads the live index, and only when something must change takes the
+ * root's lock, re-reads, re-plans and writes with `If-Match`/`If-None-Match`, retrying lost races;
+ * afterwards re-reads and re-applies whatever a client's unconditional push erased.
+ *
+ * @param store the bucket's S3 seam
+ * @param scope the index to publish
+ * @param planner decides the index from what is live, and returns what it found
+ * @param options lock, attempts, re-check rounds and events
+ * @example
+ * const outcome = await publishIndex(store, { root }, async (live) => ({ index: healed(live), facts: {} }));
+ * if (outcome.published) console.log(`written ${outcome.writes} time(s)`);
+ */
+export async function publishIndex<F>(
+  store: S3Store,
+  scope: IndexScope,
+  planner: Planner<F>,
+  options: PublishOptions = {},
+): Promise<PublishOutcome<F>> {
+  const rounds = options.convergeRounds ?? 2;
+  const run = new Publication(store, scope, planner, options);
+  const before = await (options.before ?? run.read());
+  let planned = await run.plan(before);
+  let last = before;
+  let written: Planned<F> | undefined;
+  if (before.hold) {
+    // Unsure what the scope was: a copy of what does not parse (when a write was wanted), a report, nothing rewritten.
+    await run.hold(before, planned.plan.index !== undefined);
+  } else {
+    for (let round = 0; planned.plan.index && round <= rounds; round++) {
+      if (round > 0) run.erased(round);
+      const attempt = await run.attempt(planned, round < rounds);
+      last = attempt.live;
+      if (attempt.status === 'written') written = attempt;
+      // With no re-check rounds left (or none asked for, e.g. when a delayed re-check follows), stop at the write.
+      if (!written || round >= rounds) break;
+      // Re-check: a client's push is unconditional and may have erased our write; re-plan on what is there now.
+      // Still exactly our write (same ETag), it is not parsed again and needs no new plan.
+      const known = attempt.status === 'written' ? attempt.known : undefined;
+      last = await ((attempt.status === 'written' ? attempt.recheck : undefined) ?? run.read(known));
+      planned =
+        last.state === 'valid' && known && last.index === known.index
+          ? { live: last, plan: { facts: planned.plan.facts } }
+          : await run.plan(last);
+    }
+  }
+  return {
+    published: run.writes > 0,
+    writes: run.writes,
+    conflicts: run.conflicts,
+    lockWaits: run.lockWaits,
+    keptCopy: run.keptCopy,
+    conditional: run.conditional,
+    before,
+    last,
+    index: written?.plan.index,
+    mirrorFailures: run.mirrorFailures,
+    plans: run.plans,
+    writtenFacts: written?.plan.facts,
+  };
 }

@@ -6,27 +6,13 @@
 import { mapLimit } from './concurrency';
 import { type HealOptions, type HealReport, healRoot } from './heal';
 import type { IndexEntry, ListedObject } from './index-file';
-import { INDEXER_DIR, indexerScopeFolder } from './keys';
+import { readLiveIndex } from './layouts/read';
+import { baseIndexOf } from './layouts/types';
 import { type Lister, listScopes } from './list';
 import { isoTime } from './list-xml';
-import { baseIndexOf, readLiveIndex } from './live-index';
-import { type DatastoreRoot, type IndexScope, rootBase } from './root';
+import { repairPartsDir, repairProgressKey, rootBase } from './names';
 import type { ListPage, S3Store } from './s3';
-
-/** Where a repair's progress lives, relative to the root, for the root's own listing (`repairProgressKey` for any). */
-export const REPAIR_PROGRESS_KEY = `${INDEXER_DIR}repair/root/progress.json`;
-/** Where the pages of the root's own listing are kept, one part per invocation (`repairPartsDir` for any). */
-export const REPAIR_PARTS_DIR = `${INDEXER_DIR}repair/root/listing/`;
-
-/** Full key of the progress of a repair of the root (or of one namespace): always in the root's indexer folder. */
-export function repairProgressKey(root: DatastoreRoot, namespace?: string): string {
-  return `${rootBase(root)}${INDEXER_DIR}repair/${indexerScopeFolder(namespace)}/progress.json`;
-}
-
-/** Full key of the folder holding the saved listing parts of a repair of the root (or of one namespace). */
-export function repairPartsDir(root: DatastoreRoot, namespace?: string): string {
-  return `${rootBase(root)}${INDEXER_DIR}repair/${indexerScopeFolder(namespace)}/listing/`;
-}
+import type { DatastoreRoot, IndexScope } from './scope';
 
 /** The saved state of an unfinished listing. */
 export interface RepairProgress {

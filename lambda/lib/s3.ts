@@ -7,21 +7,13 @@ import {
   ListObjectsV2Command,
   type ListObjectsV2CommandOutput,
   PutObjectCommand,
-  S3Client,
-  type S3ClientConfig,
+  type S3Client,
 } from '@aws-sdk/client-s3';
-import {
-  AccessDeniedError,
-  BucketNotFoundError,
-  ConfigError,
-  CredentialsError,
-  IndexerError,
-  NotAListingError,
-  S3UnavailableError,
-  UnexpectedError,
-} from './errors';
+import { ConditionalWritesUnsupportedError } from './errors';
+import { codeOf, isConflict, isNotFound, isUnsupported, notAListing, statusOf, translateError } from './s3-errors';
+import type { S3Settings } from './config';
 import { isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
-import { type S3Settings, checkRegion } from './root';
+import { createS3Client } from './s3-client';
 
 /** An object's metadata; `etag` without quotes. */
 export interface ObjectInfo {
@@ -51,11 +43,6 @@ export type WriteCondition = { readonly ifNoneMatch: '*' } | { readonly ifMatch:
 /** A conditional write either lands or loses its race (412). */
 export type WriteResult = { readonly status: 'written'; readonly etag: string } | { readonly status: 'conflict' };
 
-/** The store answered a conditional request with "not implemented": fall back to the lock alone. */
-export class ConditionalWritesUnsupportedError extends IndexerError {
-  override name = 'ConditionalWritesUnsupportedError';
-}
-
 /** Options of a read. */
 export interface GetOptions {
   readonly ifNoneMatch?: string;
@@ -75,163 +62,6 @@ export function unquoteEtag(etag: string | undefined): string {
   return (etag ?? '').replace(/^W\//, '').replace(/^"|"$/g, '');
 }
 
-interface AwsError {
-  name?: string;
-  Code?: string;
-  code?: string;
-  message?: string;
-  errors?: unknown[];
-  $metadata?: { httpStatusCode?: number };
-  $response?: { headers?: Record<string, string | undefined> };
-}
-
-function statusOf(err: unknown): number | undefined {
-  return (err as AwsError)?.$metadata?.httpStatusCode;
-}
-
-function codeOf(err: unknown): string {
-  const e = err as AwsError;
-  return e?.Code ?? e?.name ?? '';
-}
-
-function isNotFound(err: unknown): boolean {
-  const code = codeOf(err);
-  return (statusOf(err) === 404 && code !== 'NoSuchBucket') || code === 'NoSuchKey' || code === 'NotFound';
-}
-
-/** True for a lost conditional write: 412, or 409 when S3 saw two conditional writes at once. */
-function isConflict(err: unknown): boolean {
-  const code = codeOf(err);
-  return statusOf(err) === 412 || code === 'PreconditionFailed' || code === 'ConditionalRequestConflict';
-}
-
-function isUnsupported(err: unknown): boolean {
-  const code = codeOf(err);
-  return statusOf(err) === 501 || code === 'NotImplemented';
-}
-
-/** Codes of an answer that never came: the network or the endpoint failed, as the SDK's retries see it. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-]);
-
-/** The Node system error code of a failed connection (`ECONNREFUSED`), also inside an AggregateError (one per address tried). */
-function networkCodeOf(err: unknown): string | undefined {
-  const e = err as AwsError;
-  for (const code of [e?.code, e?.name, e?.Code]) if (code && NETWORK_CODES.has(code)) return code;
-  // The SDK wraps what is not an `Error` of its own realm (as under jest's VM) as "AWS SDK error wrapper for Error: connect ECONNREFUSED …".
-  const named = /\b(E[A-Z_]+)\b/.exec(e?.message ?? '')?.[1];
-  if (named && NETWORK_CODES.has(named) && e?.message?.startsWith('AWS SDK error wrapper')) return named;
-  const first = Array.isArray(e?.errors) ? e.errors[0] : undefined;
-  return first === undefined ? undefined : networkCodeOf(first);
-}
-
-/** Credential providers failed: no credentials were found, so none were sent. */
-const CREDENTIALS_MISSING = new Set(['CredentialsProviderError', 'ProviderError', 'TokenProviderError']);
-
-/** S3 read the credentials that were sent and refused them. */
-const CREDENTIALS_REJECTED = new Set([
-  'InvalidAccessKeyId',
-  'SignatureDoesNotMatch',
-  'ExpiredToken',
-  'InvalidToken',
-  'TokenRefreshRequired',
-]);
-
-/** Turns an SDK error into one of ours, with what the user can do about it. */
-export function translateError(err: unknown, operation: string, bucket: string, key?: string): Error {
-  if (err instanceof IndexerError) return err;
-  const code = codeOf(err);
-  const status = statusOf(err);
-  const where = key === undefined ? `s3://${bucket}` : `s3://${bucket}/${key}`;
-  const detail = (err as AwsError)?.message ?? String(err);
-  if (code === 'NoSuchBucket') {
-    return new BucketNotFoundError(`Bucket "${bucket}" does not exist`, 'Check the bucket name, region and endpoint', { cause: err });
-  }
-  if (CREDENTIALS_MISSING.has(code)) {
-    const profile = process.env.AWS_PROFILE;
-    return profile
-      ? new CredentialsError(
-          `No AWS credentials were found for profile "${profile}" (AWS_PROFILE), so nothing was sent to S3 for ${operation} on ${where}`,
-          `Check that profile "${profile}" is in ~/.aws/config or ~/.aws/credentials (aws configure list-profiles), or unset AWS_PROFILE; DATASTORE_INDEXER_DEBUG=1 shows what the SDK tried`,
-          { cause: err },
-        )
-      : new CredentialsError(
-          `No AWS credentials were found, so nothing was sent to S3 for ${operation} on ${where}`,
-          'Set AWS_PROFILE to a profile in ~/.aws/config, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; DATASTORE_INDEXER_DEBUG=1 shows what the SDK tried',
-          { cause: err },
-        );
-  }
-  if (CREDENTIALS_REJECTED.has(code)) {
-    return new CredentialsError(
-      `S3 rejected the credentials for ${operation} on ${where} (${code})`,
-      'Check AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or refresh your session',
-      { cause: err },
-    );
-  }
-  if (status === 301 || status === 307 || code === 'PermanentRedirect' || code === 'AuthorizationHeaderMalformed') {
-    const region = (err as AwsError)?.$response?.headers?.['x-amz-bucket-region'];
-    if (region || status === 301 || code === 'PermanentRedirect') {
-      return new ConfigError(
-        region
-          ? `Bucket "${bucket}" is in region ${region}, not the region this request was signed for (${operation} on ${where})`
-          : `Bucket "${bucket}" is in another region than the one configured (${operation} on ${where}: ${detail})`,
-        region
-          ? `Pass --region ${region} (or set "region" in the datastore config)`
-          : 'Pass the bucket\'s region with --region (or "region" in the datastore config)',
-        { cause: err },
-      );
-    }
-  }
-  if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
-    return new AccessDeniedError(`Access denied: ${operation} on ${where}`, `Grant this identity s3:${operation} on that resource`, {
-      cause: err,
-    });
-  }
-  const network = networkCodeOf(err);
-  if (network !== undefined) {
-    // The detail names the endpoint (a refused address, or the silent endpoint of a request timeout).
-    return new S3UnavailableError(
-      `Could not reach S3 for ${operation} on ${where} (${network}) after every retry: ${detail}`,
-      'Check the endpoint and network, then retry',
-      {
-        cause: err,
-      },
-    );
-  }
-  if (status !== undefined && (status >= 500 || code === 'SlowDown')) {
-    return new S3UnavailableError(`S3 kept failing on ${operation} ${where}: ${detail}`, 'Retry later; check the endpoint and network', {
-      cause: err,
-    });
-  }
-  if (status === undefined) {
-    // No answer from S3 and no network failure: a bug or an unexpected runtime error, not an outage.
-    const e = err instanceof Error ? err : new Error(String(err));
-    return new UnexpectedError(`${operation} on ${where}`, { name: e.name, message: e.message }, { cause: err });
-  }
-  return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
-}
-
-function notAListing(request: unknown, bytes: Buffer): NotAListingError {
-  const r = request as { protocol?: string; hostname?: string; port?: number; path?: string };
-  const endpoint = `${r.protocol ?? 'https:'}//${r.hostname ?? '?'}${r.port ? `:${r.port}` : ''}${r.path ?? ''}`;
-  const start = JSON.stringify(bytes.subarray(0, 60).toString('utf8'));
-  return new NotAListingError(
-    `The endpoint ${endpoint} answered ListObjectsV2 with something that is not an S3 listing (it starts ${start}); nothing was written`,
-    'Check --endpoint (and --force-path-style): it must be the S3 API itself, not a web console or a proxy page',
-  );
-}
-
 /** What the SDK reads when the fast reader already parsed a listing. */
 const EMPTY_LIST_RESULT = new TextEncoder().encode('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult></ListBucketResult>');
 
@@ -244,58 +74,6 @@ async function collectBody(body: unknown): Promise<Buffer> {
   for await (const chunk of body as AsyncIterable<Uint8Array | string>)
     chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk));
   return Buffer.concat(chunks);
-}
-
-/** How long a request may wait for an answer's headers before it fails (and is retried). */
-export const REQUEST_TIMEOUT_MS = 30_000;
-
-/**
- * Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts.
- * A request that gets no answer within `requestTimeoutMs` fails (the SDK only warns unless told to throw),
- * and the final error names the endpoint that kept silent.
- */
-export function createS3Client(
-  settings: S3Settings,
-  overrides: Partial<S3ClientConfig> = {},
-  requestTimeoutMs = REQUEST_TIMEOUT_MS,
-): S3Client {
-  const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
-  checkRegion(region, source);
-  const client = new S3Client({
-    region,
-    endpoint: settings.endpoint,
-    forcePathStyle: settings.forcePathStyle,
-    maxAttempts: 6,
-    retryMode: 'adaptive',
-    // S3-compatible stores vary in checksum support; S3 itself needs none for these small requests.
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: {
-      connectionTimeout: 5_000,
-      requestTimeout: requestTimeoutMs,
-      throwOnRequestTimeout: true,
-      httpAgent: { maxSockets: 64 },
-      httpsAgent: { maxSockets: 64 },
-    },
-    ...overrides,
-  });
-  const where = settings.endpoint ?? 'S3';
-  client.middlewareStack.add(
-    (next) => async (args) => {
-      try {
-        return await next(args);
-      } catch (err) {
-        const e = err as { name?: string; message?: string };
-        if (e?.name === 'TimeoutError' && typeof e.message === 'string' && !e.message.includes(where)) {
-          e.message = `no answer from ${where} within ${requestTimeoutMs} ms (${e.message})`;
-        }
-        throw err;
-      }
-    },
-    { step: 'initialize', name: 'datastoreIndexerTimeoutEndpoint', override: true },
-  );
-  return client;
 }
 
 /** Bucket-scoped S3 operations with typed errors and per-operation request counts. */

@@ -151,7 +151,7 @@ describe('datastore-indexer creates nothing by mistake', () => {
     const run = await runCli(['repair', '--bucket', store.bucket, '--prefix', 'swamp/../swamp', '--config', datastoreConfig(store.bucket)]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(
-      /^datastore-indexer: Datastore config "prefix" must not hold "\." or "\.\." or empty segments, got "swamp\/\.\.\/swamp"/,
+      /^datastore-indexer: Datastore config "prefix" must not hold a "\." or "\.\." path segment, got "swamp\/\.\.\/swamp"/,
     );
     expect(await listKeys(store)).toEqual(['swamp/logs/a.log']);
   });

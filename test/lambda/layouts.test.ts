@@ -2,7 +2,7 @@
  * The bundled handler on each index layout as clients leave it: S3 notifications moto really sends, and
  * direct invokes. The layout stays as found and its truth equals the listing; refused keys are never indexed.
  */
-import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishIntentKey } from '../../lambda/lib/internal';
+import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishRecordKey } from '../../lambda/lib/internal';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom } from '../helpers/lambda';
 import {
@@ -94,7 +94,7 @@ describe('the Lambda bundle repairing by direct invoke', () => {
     await putShardLayout(store, 'sf/', entriesOf(OBJECTS), shardMeta(listed, 9));
     // a publish that wrote its shards and died: its record is still there
     const root = { bucket: store.bucket, prefix: 'sf' };
-    await putObject(store, publishIntentKey({ root }), JSON.stringify({ commitSeq: 9 }));
+    await putObject(store, publishRecordKey({ root }), JSON.stringify({ commitSeq: 9 }));
     const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'sf' }));
 
     const check = await invoke<DriftReport>(lambda, { action: 'check' });
@@ -112,7 +112,7 @@ describe('the Lambda bundle repairing by direct invoke', () => {
     expect(meta).toEqual({ version: 2, partitions: [...listed, 'files'].sort(), commitSeq: 10 });
     const shards = [...(await readShardSummaries(store, 'sf/', meta.partitions)).values()].flat();
     expect(byKey(shards)).toEqual(byKey(await expectedFromListing(store, { root })));
-    expect(await readObject(store, publishIntentKey({ root }))).toBeUndefined();
+    expect(await readObject(store, publishRecordKey({ root }))).toBeUndefined();
     expect(await readObject(store, 'sf/.datastore-index.json')).toBeUndefined();
     const again = await invoke<DriftReport>(lambda, { action: 'check' });
     expect(again.result.roots[0].scopes[0].pending).toBeUndefined();

@@ -3,7 +3,7 @@
  * full repair that outlives its invocation.
  */
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
-import { INDEX_KEY, REPAIR_PROGRESS_KEY, mapLimit } from '../../lambda/lib/internal';
+import { INDEX_KEY, mapLimit } from '../../lambda/lib/internal';
 import { datastoreIndex, s3Event, s3EventRecord } from '../helpers/factories';
 import {
   type CountingProxy,
@@ -297,7 +297,7 @@ describe('a large root', () => {
     expect(proxy.byOperation().ListObjectsV2).toBe(1);
     expect(proxy.putsOf(store.bucket, `big/${INDEX_KEY}`)).toBe(0);
     expect(await readObject(store, `big/${INDEX_KEY}`)).toEqual(shortIndex);
-    const progress = JSON.parse((await readObject(store, `big/${REPAIR_PROGRESS_KEY}`))!.toString('utf8'));
+    const progress = JSON.parse((await readObject(store, `big/_control/datastore-indexer/repair/root/progress.json`))!.toString('utf8'));
     expect(progress).toMatchObject({ version: 1, objectsListed: 1000, invocations: 1 });
     expect(progress.lastKey.startsWith('big/')).toBe(true);
 

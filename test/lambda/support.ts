@@ -1,5 +1,13 @@
 /** Shared setup of the Lambda tests: indexed roots and the index a listing says a scope should have. */
-import { type DatastoreRoot, type IndexScope, INDEX_KEY, type S3Store, healRoot, isInternalKey, scopeBase } from '../../lambda/lib';
+import {
+  type DatastoreRoot,
+  type IndexScope,
+  INDEX_KEY,
+  type S3Store,
+  healRoot,
+  isInternalKey,
+  scopeBase,
+} from '../../lambda/lib/internal';
 import { type KeySize, connectStore, listObjects, readIndex, seedDatastore, summarize } from '../helpers/s3';
 
 /** What a scope's index must hold according to the bucket itself: every non-internal object, namespaces left out of the root's. */

@@ -1,5 +1,5 @@
 /** Error names: each class carries a literal `name`, so a minified bundle still logs `LockBusyError`, not `Zn`. */
-import * as lib from '../../lambda/lib';
+import * as lib from '../../lambda/lib/internal';
 import { UnknownTriggerError } from '../../lambda/handler/triggers';
 
 const errorClasses = [...(Object.values(lib) as unknown[]), UnknownTriggerError].filter(

@@ -14,7 +14,7 @@ import {
   UnexpectedError,
   createS3Client,
   healRoot,
-} from '../../lambda/lib';
+} from '../../lambda/lib/internal';
 import {
   type CannedResponse,
   type OutgoingRequest,

@@ -1,5 +1,5 @@
 /** healRoot against a real S3 API (moto): rebuilding, checking and repairing indexes, and what it must never touch. */
-import { type IndexEntry, type Lister, type ScopeReport, healRoot, parseIndex } from '../../lambda/lib';
+import { type IndexEntry, type Lister, type ScopeReport, healRoot, parseIndex } from '../../lambda/lib/internal';
 import { indexEntry, isoAgo } from '../helpers/factories';
 import {
   connectStore,

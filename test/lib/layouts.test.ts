@@ -10,7 +10,7 @@ import {
   applyDelta,
   healRoot,
   partitionOf,
-  publishIntentKey,
+  publishRecordKey,
 } from '../../lambda/lib/internal';
 import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
 import {
@@ -140,7 +140,7 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
     await applyDelta(dying, { root }, change, { convergeRounds: 0 });
     expect((await readIndex(store, 'ds/.datastore-index.json'))!.entries.has('logs/run-2.log')).toBe(true);
     expect([...(await readIndex(store, 'ds/_index/logs.json'))!.entries.keys()]).toEqual(['logs/run-1.log']);
-    expect(await readObject(store, publishIntentKey({ root }))).toBeDefined();
+    expect(await readObject(store, publishRecordKey({ root }))).toBeDefined();
 
     const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
     expect(check.scopes[0]).toMatchObject({
@@ -152,7 +152,7 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
 
     expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, mirrorFailures: 0 });
     expect([...(await readIndex(store, 'ds/_index/logs.json'))!.entries.keys()].sort()).toEqual(['logs/run-1.log', 'logs/run-2.log']);
-    expect(await readObject(store, publishIntentKey({ root }))).toBeUndefined();
+    expect(await readObject(store, publishRecordKey({ root }))).toBeUndefined();
     expect((await readJson<MirrorMeta>(store, 'ds/_index/_meta.json'))!.version).toBe(1);
   });
 
@@ -216,7 +216,7 @@ describe('a shard-first root', () => {
     const union = [...shards.values()].flat().sort((a, b) => (a.key < b.key ? -1 : 1));
     expect(union).toEqual(truth);
     expect(await readObject(store, 'sf/.datastore-index.json')).toBeUndefined();
-    expect(await readObject(store, publishIntentKey({ root }))).toBeUndefined();
+    expect(await readObject(store, publishRecordKey({ root }))).toBeUndefined();
   });
 
   it('adopts an orphan shard (a file the manifest does not list): lists it, raises commitSeq, exits cleanly', async () => {
@@ -288,7 +288,7 @@ describe('a shard-first root', () => {
 
     expect(report.scopes[0]).toMatchObject({ published: true });
     expect((await readJson<ShardMeta>(store, 'hf/_index/_meta.json'))!.commitSeq).toBe(6);
-    expect(await readObject(store, publishIntentKey({ root }))).toBeUndefined();
+    expect(await readObject(store, publishRecordKey({ root }))).toBeUndefined();
     const again = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
     expect(again.scopes[0].pending).toBeUndefined();
   });

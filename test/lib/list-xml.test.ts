@@ -2,7 +2,7 @@
  * The fast ListObjectsV2 reader: it must read what the SDK reads, and step aside (answer undefined,
  * so the SDK parses the page) for anything it does not handle.
  */
-import { type ListPage, S3Store } from '../../lambda/lib';
+import { type ListPage, S3Store } from '../../lambda/lib/internal';
 import { isoTime, parseListObjectsV2 } from '../../lambda/lib/list-xml';
 import { faultyClient } from '../helpers/s3';
 

@@ -4,9 +4,9 @@
  * an index that is still exactly its own write. Anything else still re-plans.
  */
 import {
-  type DatastoreIndex,
   type GetOptions,
   type LiveIndex,
+  type Planner,
   S3Store,
   emptyIndex,
   healRoot,
@@ -68,16 +68,16 @@ class WatchingStore extends S3Store {
 }
 
 /** A planner that adds `entries` to whatever is live, counting its calls. */
-function adding(...keys: string[]): { plan: (live: LiveIndex) => Promise<DatastoreIndex | undefined>; calls: LiveIndex[] } {
+function adding(...keys: string[]): { plan: Planner<undefined>; calls: LiveIndex[] } {
   const calls: LiveIndex[] = [];
   return {
     calls,
     plan: async (live) => {
       calls.push(live);
       const index = live.state === 'valid' ? { ...live.index, entries: new Map(live.index.entries) } : emptyIndex();
-      if (keys.every((k) => index.entries.has(k))) return undefined;
+      if (keys.every((k) => index.entries.has(k))) return { facts: undefined };
       for (const key of keys) index.entries.set(key, indexEntry(key));
-      return index;
+      return { index, facts: undefined };
     },
   };
 }
@@ -103,7 +103,7 @@ describe('publishIndex plans', () => {
     const scope = { root: { bucket: store.bucket, prefix: 'p' } };
     const writer = connectStore(store.bucket);
     const planner = adding('data/a');
-    const plan = async (live: LiveIndex): Promise<DatastoreIndex | undefined> => {
+    const plan: Planner<undefined> = async (live) => {
       // A client pushes between the first read and the lock.
       if (planner.calls.length === 0) await putIndex(writer, 'p/.datastore-index.json', [indexEntry('data/client')]);
       return planner.plan(live);

@@ -1,5 +1,5 @@
 /** repairResumable against moto: a listing spread over several runs, saved under _control/, healed once complete. */
-import { REPAIR_PARTS_DIR, REPAIR_PROGRESS_KEY, type ResumableRepairResult, repairResumable } from '../../lambda/lib/internal';
+import { type ResumableRepairResult, repairResumable } from '../../lambda/lib/internal';
 import {
   connectStore,
   deleteObject,
@@ -26,7 +26,7 @@ describe('repairResumable', () => {
       runs.push(run);
       if (run.status === 'complete') break;
       // while incomplete: progress saved under _control/, no index published yet
-      expect(run.progressKey).toBe(`rr/${REPAIR_PROGRESS_KEY}`);
+      expect(run.progressKey).toBe(`rr/_control/datastore-indexer/repair/root/progress.json`);
       expect(await readObject(store, seeded.indexKey())).toBeUndefined();
       expect(await readObject(store, seeded.indexKey('ns1'))).toBeUndefined();
     }
@@ -37,8 +37,8 @@ describe('repairResumable', () => {
     expect(last.invocations).toBe(runs.length);
     expect(summarize(await readIndex(store, seeded.indexKey()))).toEqual(seeded.expectedEntries());
     expect(summarize(await readIndex(store, seeded.indexKey('ns1')))).toEqual(seeded.expectedEntries('ns1'));
-    expect(await listKeys(store, `rr/${REPAIR_PARTS_DIR}`)).toEqual([]);
-    expect(await readObject(store, `rr/${REPAIR_PROGRESS_KEY}`)).toBeUndefined();
+    expect(await listKeys(store, `rr/_control/datastore-indexer/repair/root/listing/`)).toEqual([]);
+    expect(await readObject(store, `rr/_control/datastore-indexer/repair/root/progress.json`)).toBeUndefined();
   });
 
   it('confirms objects listed in earlier runs: one deleted meanwhile is not indexed, one rewritten gets its new size', async () => {
@@ -78,7 +78,7 @@ describe('repairResumable', () => {
     const short = { mode: 'repair' as const, remainingMs: () => 0, pageSize: 4 };
     const run1 = await repairResumable(connectStore(store.bucket), seeded.root, short);
     expect(run1).toMatchObject({ status: 'incomplete', invocations: 1 });
-    const [part] = await listKeys(store, `rx/${REPAIR_PARTS_DIR}`);
+    const [part] = await listKeys(store, `rx/_control/datastore-indexer/repair/root/listing/`);
     const body = (await readObject(store, part))!.toString('utf8');
     const damaged = corrupt(body);
     expect(damaged).not.toBe(body);

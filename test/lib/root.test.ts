@@ -105,7 +105,7 @@ describe('namespaces and shard partitions in a bucket', () => {
       's/_index/notes.txt': '{}',
       's/data/_index/files.json': '{}',
     });
-    expect(await listShardPartitions(store, 's/')).toEqual(['data--aws--ec2', 'logs']);
-    expect(await listShardPartitions(store, 'elsewhere/')).toEqual([]);
+    expect(await listShardPartitions(store, { root: { bucket: store.bucket, prefix: 's' } })).toEqual(['data--aws--ec2', 'logs']);
+    expect(await listShardPartitions(store, { root: { bucket: store.bucket, prefix: 'elsewhere' } })).toEqual([]);
   });
 });

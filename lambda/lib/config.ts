@@ -1,22 +1,13 @@
+/** swamp's datastore config (`{bucket, prefix, region, endpoint, forcePathStyle}`), parsed and checked. */
 import { ConfigError } from './errors';
+import { segmentProblem } from './names';
+import type { DatastoreRoot } from './scope';
 
 /** The S3 settings a swamp client takes; credentials come from the standard AWS chain. */
 export interface S3Settings {
   readonly region?: string;
   readonly endpoint?: string;
   readonly forcePathStyle?: boolean;
-}
-
-/** A datastore root: a bucket plus an optional key prefix (no leading or trailing `/`). */
-export interface DatastoreRoot {
-  readonly bucket: string;
-  readonly prefix: string;
-}
-
-/** One index of a root: the root's own (namespace undefined) or a namespace's. */
-export interface IndexScope {
-  readonly root: DatastoreRoot;
-  readonly namespace?: string;
 }
 
 /** swamp's `--config` for `@swamp/s3-datastore`, exactly its keys. */
@@ -59,13 +50,11 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   }
   const prefix = str('prefix');
   // `swamp/../swamp` or `a//b` would be written literally as keys no client reads.
-  if (
-    normalizePrefix(prefix)
-      .split('/')
-      .some((s) => s === '.' || s === '..' || (s === '' && normalizePrefix(prefix) !== ''))
-  ) {
+  const normalized = normalizePrefix(prefix);
+  const problem = normalized === '' ? undefined : segmentProblem(normalized);
+  if (problem) {
     throw new ConfigError(
-      `Datastore config "prefix" must not hold "." or ".." or empty segments, got "${prefix}"`,
+      `Datastore config "prefix" must not hold ${problem}, got "${prefix}"`,
       'Give the prefix exactly as clients use it, e.g. "swamp" or "team/swamp"',
     );
   }
@@ -112,21 +101,4 @@ export function resolveDatastoreConfig(json: string | undefined, overrides: Part
 /** The root a config names. */
 export function rootOf(config: DatastoreConfig): DatastoreRoot {
   return { bucket: config.bucket, prefix: normalizePrefix(config.prefix) };
-}
-
-/** The key prefix (empty or ending in `/`) under which a scope's relative keys live. */
-export function scopeBase(scope: IndexScope): string {
-  const parts = [scope.root.prefix, scope.namespace].filter((p): p is string => !!p);
-  return parts.length ? `${parts.join('/')}/` : '';
-}
-
-/** The key prefix (empty or ending in `/`) of a root. */
-export function rootBase(root: DatastoreRoot): string {
-  return root.prefix ? `${root.prefix}/` : '';
-}
-
-/** A short name for logs and reports: `s3://bucket/prefix[#namespace]`. */
-export function describeScope(scope: IndexScope): string {
-  const where = `s3://${scope.root.bucket}/${scope.root.prefix}`;
-  return scope.namespace ? `${where}#${scope.namespace}` : where;
 }

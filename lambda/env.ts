@@ -1,0 +1,33 @@
+/**
+ * The Lambda's environment contract: the variables the construct sets and the handler reads, and the
+ * names its logs and metrics go under. `infra/` and `lambda/handler/` both take them from here.
+ */
+
+/** The variables the construct sets for the handler. */
+export const INDEXER_ENV = {
+  /** The shared bucket. */
+  bucket: 'DATASTORE_BUCKET',
+  /** The datastore roots, comma-separated; empty for the bucket root. */
+  prefixes: 'DATASTORE_PREFIXES',
+  /** Where delayed re-checks and repair continuations are sent. */
+  queueUrl: 'DATASTORE_QUEUE_URL',
+  /** Powertools' service name of logs and metrics. */
+  serviceName: 'POWERTOOLS_SERVICE_NAME',
+  /** Powertools' CloudWatch namespace of metrics. */
+  metricsNamespace: 'POWERTOOLS_METRICS_NAMESPACE',
+} as const;
+
+/** Variables the handler also reads, set by hand (tuning, tests, S3-compatible stores); the construct leaves them unset. */
+export const TUNING_ENV = {
+  recheckDelaySeconds: 'DATASTORE_RECHECK_DELAY_SECONDS',
+  lockWaitSeconds: 'DATASTORE_LOCK_WAIT_SECONDS',
+  repairReserveSeconds: 'DATASTORE_REPAIR_RESERVE_SECONDS',
+  forcePathStyle: 'DATASTORE_FORCE_PATH_STYLE',
+  endpoint: 'AWS_ENDPOINT_URL_S3',
+} as const;
+
+/** Service name in Powertools logs and metrics; the same name as the command and the README. */
+export const SERVICE_NAME = 'datastore-indexer';
+
+/** CloudWatch namespace of the Lambda's Powertools metrics. */
+export const METRICS_NAMESPACE = 'DatastoreIndexer';

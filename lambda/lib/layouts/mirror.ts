@@ -1,0 +1,140 @@
+/**
+ * The monolith and the partition files beside it: dual-write (manifest version 1) mirrors, or files a
+ * writer left on a plain monolith. The monolith is the truth; its mirror is refreshed as a client's push does.
+ */
+import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../index-file';
+import { partitionOf } from '../keys';
+import { indexKeyOf, manifestKeyOf, partitionKeyOf, publishRecordKey } from '../names';
+import { mapLimit } from '../concurrency';
+import type { S3Store, StoredObject } from '../s3';
+import type { IndexScope } from '../scope';
+import type { MirrorMeta } from './manifest';
+import { type SpeculativeRead, conditionFor } from './objects';
+import { groupByPartition } from './shards';
+import type { IndexWriteResult, LiveIndex, LiveLayout, WriteHooks } from './types';
+
+/**
+ * The layout beside a monolith, with the partitions whose mirror files an earlier publish recorded (before
+ * its monolith write) and did not finish: a run that stopped between the two leaves stale partition files
+ * that a scoped pull would read, while the monolith already looks true.
+ */
+export async function withUnfinishedMirror(
+  store: S3Store,
+  scope: IndexScope,
+  layout: LiveLayout,
+  monolith: SpeculativeRead,
+): Promise<LiveLayout> {
+  let record: StoredObject | undefined;
+  try {
+    record = await store.get(publishRecordKey(scope));
+  } catch (err) {
+    monolith.drop();
+    throw err;
+  }
+  if (!record) return layout;
+  let partitions: string[] | undefined;
+  try {
+    const json = JSON.parse(record.body.toString('utf8')) as { partitions?: unknown };
+    if (Array.isArray(json.partitions)) partitions = json.partitions.filter((p): p is string => typeof p === 'string');
+  } catch {
+    // An unreadable record: every mirror file is refreshed.
+  }
+  const mirror = layout.mirror!;
+  const unfinished = new Set(partitions ?? [...mirror.files]);
+  return {
+    ...layout,
+    mirror: { ...mirror, unfinished },
+    pending: layout.pending ?? 'an earlier publish stopped between its index and its partition files',
+  };
+}
+
+/**
+ * Writes the monolith conditioned on the version read and then, beside it, the partition files of every
+ * partition that changed (plus the version-1 manifest of a dual-write scope), as a client's push does.
+ */
+export async function writeMonolith(
+  store: S3Store,
+  scope: IndexScope,
+  live: LiveIndex,
+  next: DatastoreIndex,
+  conditional: boolean,
+  hooks: WriteHooks,
+): Promise<IndexWriteResult> {
+  const etag = live.state === 'absent' ? undefined : live.etag;
+  // Grouped once, for both the partitions to refresh and their bodies; a plain monolith needs neither.
+  const grouped = live.mirror ? groupByPartition(next.entries) : new Map<string, Map<string, IndexEntry>>();
+  const targets = live.mirror ? mirrorTargets(live, next, grouped) : [];
+  const recordKey = publishRecordKey(scope);
+  // Recorded before the monolith: a run that stops before its partition files leaves it, and the next run refreshes them.
+  if (targets.length > 0) await store.put(recordKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
+  const result = await store.put(indexKeyOf(scope), serializeIndex(next), conditional ? conditionFor(etag) : undefined);
+  if (result.status === 'conflict') return { status: 'conflict', key: indexKeyOf(scope) };
+  if (result.etag) hooks.onMonolithWritten?.(result.etag);
+  if (live.mirror) {
+    const whole = await writeMirror(store, scope, live, grouped, targets, hooks);
+    // A mirror write that failed keeps the record, so the next run tries those partitions again.
+    if (whole && (targets.length > 0 || live.mirror.unfinished)) await store.delete(recordKey).catch(() => undefined);
+  }
+  return { status: 'written' };
+}
+
+/** The partitions whose entries differ between two indexes (all of them when there was no readable index before). */
+function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIndex): Set<string> {
+  const touched = new Set<string>();
+  const note = (key: string): void => {
+    const partition = partitionOf(key);
+    if (partition !== undefined) touched.add(partition);
+  };
+  if (!before) {
+    for (const key of next.entries.keys()) note(key);
+    return touched;
+  }
+  for (const [key, entry] of next.entries) if (before.entries.get(key) !== entry) note(key);
+  for (const key of before.entries.keys()) if (!next.entries.has(key)) note(key);
+  return touched;
+}
+
+/**
+ * Refreshes the partition files beside a monolith as a client's push does: each touched partition's file
+ * (`{version: 1, entries}`), then for dual-write the version-1 manifest listing every partition. Best effort,
+ * as for clients (the monolith is the truth); a failure is reported through `onMirrorFailed`.
+ * Beside a plain monolith only partition files that already exist are refreshed, and no manifest is made.
+ */
+async function writeMirror(
+  store: S3Store,
+  scope: IndexScope,
+  live: LiveIndex,
+  grouped: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>,
+  targets: readonly string[],
+  hooks: WriteHooks,
+): Promise<boolean> {
+  const dualWrite = live.layout === 'dual-write';
+  let whole = true;
+  const attempt = async (key: string, body: string): Promise<void> => {
+    try {
+      await store.put(key, body);
+    } catch (err) {
+      whole = false;
+      hooks.onMirrorFailed?.({ key, error: (err as Error).message });
+    }
+  };
+  await mapLimit(targets, 8, (partition) => {
+    // A partition emptied by this change keeps a file with no entries rather than a stale one.
+    const entries = Object.fromEntries(grouped.get(partition) ?? new Map<string, IndexEntry>());
+    return attempt(partitionKeyOf(scope, partition), JSON.stringify({ version: 1, entries }));
+  });
+  if (dualWrite && grouped.size > 0) {
+    const meta: MirrorMeta = { version: 1, partitions: [...grouped.keys()].sort() };
+    await attempt(manifestKeyOf(scope), JSON.stringify(meta));
+  }
+  return whole;
+}
+
+/** The partition files a write beside a monolith refreshes: those its change touched, and those an earlier publish left unfinished. */
+function mirrorTargets(live: LiveIndex, next: DatastoreIndex, grouped: ReadonlyMap<string, unknown>): string[] {
+  const mirror = live.mirror!;
+  const dualWrite = live.layout === 'dual-write';
+  const touched = touchedPartitions(live.state === 'valid' && !live.badManifest ? live.index : undefined, next);
+  for (const partition of mirror.unfinished ?? []) touched.add(partition);
+  return [...touched].filter((p) => (dualWrite ? grouped.has(p) || mirror.files.has(p) : mirror.files.has(p))).sort();
+}

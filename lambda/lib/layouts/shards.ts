@@ -1,0 +1,149 @@
+/** The shard-first layout (manifest version 2): the partition files are the index, the manifest says which to read. */
+import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serializeIndex } from '../index-file';
+import { partitionOf } from '../keys';
+import { partitionKeyOf, manifestKeyOf, publishRecordKey } from '../names';
+import type { S3Store, StoredObject } from '../s3';
+import type { IndexScope } from '../scope';
+import type { ShardMeta } from './manifest';
+import { conditionFor, putAdopting } from './objects';
+import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart } from './types';
+
+/** Reads the partition files a manifest lists (and orphans a listing saw) into one index, as clients merge them. */
+export async function readShards(
+  store: S3Store,
+  scope: IndexScope,
+  meta: ShardMeta,
+  metaObject: StoredObject,
+  orphans: ReadonlySet<string>,
+): Promise<LiveIndex> {
+  const index = emptyIndex();
+  const shardEtags = new Map<string, string>();
+  const byPartition = new Map<string, Map<string, IndexEntry>>();
+  const all = [...meta.partitions, ...orphans];
+  const [intent, objects] = await Promise.all([
+    store.head(publishRecordKey(scope)),
+    Promise.all(all.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const)),
+  ]);
+  const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
+  const adoptable = new Map<string, IndexEntry>();
+  const shards: ShardState = {
+    meta,
+    metaEtag: metaObject.etag,
+    shardEtags,
+    byPartition,
+    orphans,
+    adoptable,
+    missing,
+    intentEtag: intent?.etag,
+  };
+  // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
+  for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
+  const parts: UnreadablePart[] = [];
+  let newer: string | undefined;
+  for (const [partition, object] of objects) {
+    const entries = new Map<string, IndexEntry>();
+    byPartition.set(partition, entries);
+    if (!object) continue;
+    // A shard written after the manifest: a publish stopped before its manifest, so clients may skip that shard.
+    if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
+    const parsed = parseIndex(object.body);
+    if (!parsed.ok) {
+      parts.push({
+        key: partitionKeyOf(scope, partition),
+        reason: `shard ${partition}: ${parsed.reason}`,
+        bytes: object.body,
+        etag: object.etag,
+      });
+      continue;
+    }
+    // What clients see is what the manifest lists; an orphan's entries only wait to be adopted.
+    const into = orphans.has(partition) ? adoptable : index.entries;
+    for (const [k, entry] of parsed.index.entries) {
+      entries.set(k, entry);
+      into.set(k, entry);
+    }
+  }
+  const pending = intent
+    ? 'an earlier publish stopped between its shards and its manifest'
+    : missing.size > 0
+      ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
+      : orphans.size > 0
+        ? `partition files not in the manifest: ${[...orphans].sort().join(', ')}`
+        : newer !== undefined
+          ? `shard ${newer} is newer than the manifest`
+          : undefined;
+  const layout: LiveLayout = { layout: 'shard-first', shards, pending };
+  if (parts.length > 0) return { ...layout, state: 'unreadable', ...parts[0], parts, salvaged: index };
+  return { ...layout, state: 'valid', index, etag: metaObject.etag };
+}
+
+/**
+ * Writes the changed partition files of a shard-first scope, then a manifest with a higher `commitSeq`,
+ * each conditioned on the version read.
+ */
+export async function writeShards(
+  store: S3Store,
+  scope: IndexScope,
+  live: LiveIndex,
+  next: DatastoreIndex,
+  conditional: boolean,
+): Promise<IndexWriteResult> {
+  const shards = live.shards!;
+  const grouped = groupByPartition(next.entries);
+  const partitions = new Set([...shards.meta.partitions, ...shards.orphans, ...grouped.keys()]);
+  const changed = [...partitions].sort().filter((partition) => {
+    const key = partitionKeyOf(scope, partition);
+    const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
+    return (
+      unreadable ||
+      shards.orphans.has(partition) ||
+      shards.missing.has(partition) ||
+      !sameEntries(shards.byPartition.get(partition), grouped.get(partition) ?? new Map())
+    );
+  });
+  const recordKey = publishRecordKey(scope);
+  // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
+  if (changed.length > 0 && !shards.intentEtag) {
+    await store.put(
+      recordKey,
+      JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }),
+    );
+  }
+  for (const partition of changed) {
+    const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
+    const key = partitionKeyOf(scope, partition);
+    const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
+    const status = await putAdopting(store, key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
+    if (status === 'conflict') return { status: 'conflict', key };
+  }
+  // Clients skip a change unless commitSeq moves on, and read only the partitions listed.
+  const meta: ShardMeta = { ...shards.meta, version: 2, partitions: [...partitions].sort(), commitSeq: shards.meta.commitSeq + 1 };
+  const metaKey = manifestKeyOf(scope);
+  const result = await store.put(metaKey, JSON.stringify(meta), conditional ? conditionFor(shards.metaEtag) : undefined);
+  if (result.status === 'conflict') return { status: 'conflict', key: metaKey };
+  // Gone or not, the manifest is written: a record left behind costs one more commitSeq, never a lost change.
+  if (changed.length > 0 || shards.intentEtag) await store.delete(recordKey).catch(() => undefined);
+  return { status: 'written' };
+}
+
+/** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */
+export function groupByPartition(entries: ReadonlyMap<string, IndexEntry>): Map<string, Map<string, IndexEntry>> {
+  const grouped = new Map<string, Map<string, IndexEntry>>();
+  for (const [key, entry] of entries) {
+    const partition = partitionOf(key);
+    if (partition === undefined) continue;
+    let group = grouped.get(partition);
+    if (!group) {
+      group = new Map();
+      grouped.set(partition, group);
+    }
+    group.set(key, entry);
+  }
+  return grouped;
+}
+
+function sameEntries(a: ReadonlyMap<string, IndexEntry> | undefined, b: ReadonlyMap<string, IndexEntry>): boolean {
+  if (!a || a.size !== b.size) return false;
+  for (const [key, entry] of b) if (a.get(key) !== entry) return false;
+  return true;
+}

@@ -1,0 +1,100 @@
+/** The live index of a scope as read, in the layout clients see it in, and what a write of it reports. */
+import type { DatastoreIndex, IndexEntry } from '../index-file';
+import type { MirrorMeta, ShardMeta } from './manifest';
+
+/**
+ * Which index layout a scope uses, decided as clients decide it, from `<scope>/_index/_meta.json` alone:
+ * `shard-first` (version 2: the partition files are the index), `dual-write` (version 1: the monolith is
+ * the index, the partition files mirror it) or `monolith` (no manifest, whatever partition files exist).
+ */
+export type Layout = 'monolith' | 'dual-write' | 'shard-first';
+
+/** Where the shard layout's pieces stood when read: ETags by partition, and the manifest's. */
+export interface ShardState {
+  readonly meta: ShardMeta;
+  readonly metaEtag?: string;
+  readonly shardEtags: ReadonlyMap<string, string>;
+  readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
+  /** Partition files that exist but the manifest does not list: adopted (rewritten with If-Match, then listed). */
+  readonly orphans: ReadonlySet<string>;
+  /** Entries of the orphan files: clients do not see them, but an entry that matches its object keeps its client fields when adopted. */
+  readonly adoptable: ReadonlyMap<string, IndexEntry>;
+  /** Partitions the manifest lists whose file is missing (clients then fail: "index is corrupt"): written again. */
+  readonly missing: ReadonlySet<string>;
+  /** The ETag of the record an earlier publish left when it stopped between its shards and its manifest. */
+  readonly intentEtag?: string;
+}
+
+/** The partition files beside a monolith (dual-write, or left by a writer that died half way). */
+export interface MirrorState {
+  /** The version-1 manifest of a dual-write scope; undefined on a monolith. */
+  readonly meta?: MirrorMeta;
+  /** Partition files known to exist (listed in the manifest or seen in a listing). */
+  readonly files: ReadonlySet<string>;
+  /** Partitions an earlier publish meant to refresh and may not have (its record was left): refreshed by the next write. */
+  readonly unfinished?: ReadonlySet<string>;
+}
+
+/** One object of an index that could not be parsed, with its bytes so a copy can be kept. */
+export interface UnreadablePart {
+  readonly key: string;
+  readonly reason: string;
+  readonly bytes: Buffer;
+  readonly etag: string;
+}
+
+/** What every read of a live index carries besides its entries. */
+export interface LiveLayout {
+  readonly layout: Layout;
+  readonly shards?: ShardState;
+  readonly mirror?: MirrorState;
+  /** Why the layout needs a write even when its entries are true (an unfinished publish, an orphan shard, a manifest to rebuild). */
+  readonly pending?: string;
+  /** Why nothing may be written to this scope: its manifest does not parse and does not say which layout it was. */
+  readonly hold?: string;
+  /** A `_meta.json` that does not parse: a copy is kept before it is rebuilt (or instead, when held). */
+  readonly badManifest?: UnreadablePart;
+}
+
+/**
+ * The live index of a scope: absent, unreadable, or valid. Unreadable names its first bad object
+ * (`key`, `bytes`, `etag`, `reason`) and lists every bad one in `parts`; `salvaged` holds the entries
+ * of the shards that did parse, so their client fields survive the rebuild.
+ */
+export type LiveIndex =
+  | (LiveLayout & { readonly state: 'absent' })
+  | (LiveLayout & {
+      readonly state: 'unreadable';
+      readonly parts: readonly UnreadablePart[];
+      readonly salvaged?: DatastoreIndex;
+    } & UnreadablePart)
+  | (LiveLayout & { readonly state: 'valid'; readonly index: DatastoreIndex; readonly etag?: string });
+
+/** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not downloaded or parsed again. */
+export interface KnownIndex {
+  readonly etag: string;
+  readonly index: DatastoreIndex;
+}
+
+/** The index a heal builds on: the valid one, or what could be salvaged from an unreadable one. */
+export function baseIndexOf(live: LiveIndex): DatastoreIndex | undefined {
+  if (live.state === 'valid') return live.index;
+  return live.state === 'unreadable' ? live.salvaged : undefined;
+}
+
+/** How a write of an index went: written, or which object's conditional write lost its race. */
+export type IndexWriteResult = { readonly status: 'written' } | { readonly status: 'conflict'; readonly key: string };
+
+/** A partition file the mirror of a monolith could not refresh (clients treat those writes as best effort too). */
+export interface MirrorFailure {
+  readonly key: string;
+  readonly error: string;
+}
+
+/** Hooks of `writeIndex`. */
+export interface WriteHooks {
+  /** The monolith was written and S3 gave it this ETag. */
+  readonly onMonolithWritten?: (etag: string) => void;
+  /** A mirror partition file or the version-1 manifest could not be written. */
+  readonly onMirrorFailed?: (failure: MirrorFailure) => void;
+}

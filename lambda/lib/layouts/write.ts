@@ -1,0 +1,26 @@
+/** Writing an index in the layout its scope has. */
+import type { DatastoreIndex } from '../index-file';
+import type { S3Store } from '../s3';
+import type { IndexScope } from '../scope';
+import { writeMonolith } from './mirror';
+import { writeShards } from './shards';
+import type { IndexWriteResult, LiveIndex, WriteHooks } from './types';
+
+/**
+ * Writes `next` in the scope's layout, conditioned on what was read: the monolith (and, beside it, the
+ * partition files of every partition that changed, plus the version-1 manifest of a dual-write scope, as a
+ * client's push does), or the changed shards then a manifest with a higher `commitSeq`.
+ */
+export async function writeIndex(
+  store: S3Store,
+  scope: IndexScope,
+  live: LiveIndex,
+  next: DatastoreIndex,
+  conditional: boolean,
+  hooks: WriteHooks = {},
+): Promise<IndexWriteResult> {
+  if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
+  return live.layout === 'shard-first'
+    ? writeShards(store, scope, live, next, conditional)
+    : writeMonolith(store, scope, live, next, conditional, hooks);
+}

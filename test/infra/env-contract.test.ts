@@ -1,0 +1,39 @@
+/** The Lambda's environment contract: the construct sets exactly the variables the handler reads, from one module. */
+import { INDEXER_ENV, TUNING_ENV } from '../../lambda/env';
+import { parseConfig } from '../../lambda/handler/config';
+import { indexerStack, propsOf } from './helpers';
+
+/** The variables `parseConfig` reads from `env`, recorded as it reads them. */
+function readsOf(env: Record<string, string>): Set<string> {
+  const reads = new Set<string>();
+  const recording = new Proxy(env, {
+    get(target, name) {
+      if (typeof name === 'string') reads.add(name);
+      return target[name as string];
+    },
+  });
+  parseConfig(recording);
+  return reads;
+}
+
+describe('the Lambda environment contract', () => {
+  test('the construct sets the contract variables and no other of its own', () => {
+    // GIVEN / WHEN
+    const { template } = indexerStack({ prefixes: ['swamp'] });
+    const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction') as { Environment: { Variables: Record<string, unknown> } };
+    // THEN
+    const set = Object.keys(fn.Environment.Variables).filter((name) => name !== 'NODE_OPTIONS');
+    expect(set.sort()).toEqual(Object.values(INDEXER_ENV).sort());
+  });
+
+  test('the handler reads every variable the construct sets for it, and only variables the contract names', () => {
+    // GIVEN the environment the construct gives the function
+    const env = { [INDEXER_ENV.bucket]: 'shared-bucket', [INDEXER_ENV.prefixes]: 'swamp', [INDEXER_ENV.queueUrl]: 'https://sqs.local/q' };
+    // WHEN the handler reads its configuration
+    const reads = readsOf(env);
+    // THEN the configuration variables are all read, and nothing outside the contract (and the SDK's region) is
+    for (const name of [INDEXER_ENV.bucket, INDEXER_ENV.prefixes, INDEXER_ENV.queueUrl]) expect(reads).toContain(name);
+    const known = new Set<string>([...Object.values(INDEXER_ENV), ...Object.values(TUNING_ENV), 'AWS_REGION', 'AWS_DEFAULT_REGION']);
+    expect([...reads].filter((name) => !known.has(name))).toEqual([]);
+  });
+});
