@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   let stats = { internalBytesWritten: 0, internalPuts: 0, notifications: 0 };
   /**
    * Writes of index files under the watched root, in order, each with the burst's keys it holds (found
-   * by a text search for the burst's marker, so that 14 MB indexes are never kept or parsed here).
+   * by a text search for the burst's marker, so that large indexes are never kept or parsed here).
    */
   let indexWrites: { key: string; timeMs: number; rels: Set<string>; meta?: Set<string> }[] = [];
   let marker: RegExp | undefined;

@@ -135,7 +135,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
         const { QueueUrl } = await sqs.send(
           new CreateQueueCommand({
             QueueName: bucket,
-            // The stack's 10 receives; the visibility timeout is cut from 1830 s so that a failed item
+            // The stack's 10 receives; a visibility timeout far shorter than the stack's, so that a failed item
             // comes back within the run (any failure is counted and printed).
             Attributes: { VisibilityTimeout: '60', RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlqArn, maxReceiveCount: 10 }) },
           }),

@@ -6,8 +6,8 @@
  * to its dead-letter queue once it has been received `maxReceiveCount` times.
  *
  * Why not moto: moto's SQS scans and deep-copies its whole message list on every receive and delete,
- * so a queue of 5,000 messages drains at a few dozen messages a second on a loaded 2-core machine; the
- * benchmark would measure moto. Every request here waits `latencyMs` (SQS answers in about 10 ms).
+ * so a queue of thousands of messages drains slowly and the benchmark would measure moto. Every request
+ * here waits `latencyMs` (SQS answers in about 10 ms).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';

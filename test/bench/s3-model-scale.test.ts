@@ -46,9 +46,9 @@ afterAll(async () => {
 });
 
 /**
- * The same walk over plain HTTP. The SDK spends about 30 ms of CPU parsing
- * each 1,000-key page, which on a busy 2-core machine drowns the latency
- * this test is about; a regex over the XML costs next to nothing.
+ * The same walk over plain HTTP. The SDK's XML parsing of a full page costs
+ * more CPU than the latency this test is about; a regex over the XML costs
+ * next to nothing.
  */
 async function listAllRaw(endpoint: string, bucket: string, prefix = ''): Promise<{ keys: string[]; pages: number }> {
   const keys: string[] = [];

@@ -135,7 +135,7 @@ export async function putObject(store: S3Store, key: string, body: string | Buff
   return (out.ETag ?? '').replace(/"/g, '');
 }
 
-/** Writes many objects (full key → body), `concurrency` at a time (moto seeds about 240 objects/s). */
+/** Writes many objects (full key → body), `concurrency` at a time (moto seeds slowly: keep seeds small). */
 export async function putObjects(store: S3Store, objects: Readonly<Record<string, string | Buffer>>, concurrency = 8): Promise<void> {
   await mapLimit(Object.entries(objects), concurrency, ([key, body]) => putObject(store, key, body));
 }
