@@ -20,7 +20,7 @@ describe('DatastoreIndexer prop validation', () => {
     [['swamp/'], /prefixes\[0\] "swamp\/" must not end with '\/'/],
     [['swamp', 'infra', 'swamp'], /prefixes\[2\] "swamp" is listed twice \(also prefixes\[0\]\)/],
     [[''], /prefixes\[0\] "" is empty/],
-    [['a//b'], /empty segment/],
+    [['a//b'], /empty path segment/],
     [['swamp/../swamp'], /prefixes\[0\] "swamp\/..\/swamp" must not contain a "." or ".." path segment/],
     [['./swamp'], /"." or ".." path segment/],
     [['swamp*'], /must not contain '\*'/],

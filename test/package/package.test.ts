@@ -130,7 +130,7 @@ describe('the tarball', () => {
           'dist/cli/cli.js',
           'dist/lambda/index.js',
           'dist/lambda/index.js.map',
-        ].includes(f) && !/^dist\/js\/(lambda\/lib|infra)\/[\w/-]+\.(js|d\.ts|json)$/.test(f),
+        ].includes(f) && !/^dist\/js\/((lambda\/lib|infra)\/[\w/-]+|lambda\/env)\.(js|d\.ts|json)$/.test(f),
     );
     expect(unexpected).toEqual([]);
     for (const f of ['LICENSE', 'dist/js/lambda/lib/index.d.ts', 'dist/js/infra/index.d.ts', 'dist/lambda/index.js'])
