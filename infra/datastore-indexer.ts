@@ -20,6 +20,7 @@ import { EventDelivery, type DatastoreIndexerProps } from './props';
 export const INDEXER_ENV = {
   bucket: 'DATASTORE_BUCKET',
   prefixes: 'DATASTORE_PREFIXES',
+  namespaces: 'DATASTORE_NAMESPACES',
   queueUrl: 'DATASTORE_QUEUE_URL',
 } as const;
 
@@ -123,6 +124,7 @@ export class DatastoreIndexer extends Construct {
         ...extraEnvironment,
         [INDEXER_ENV.bucket]: bucket.bucketName,
         [INDEXER_ENV.prefixes]: config.prefixes.join(','),
+        [INDEXER_ENV.namespaces]: config.namespaces.join(','),
         [INDEXER_ENV.queueUrl]: this.queue.queueUrl,
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
@@ -155,7 +157,7 @@ export class DatastoreIndexer extends Construct {
     this.queue.grantSendMessages(this.function);
 
     const access = new Policy(this, 'DatastoreAccess', {
-      statements: s3AccessStatements(bucket.bucketArn, config.prefixes),
+      statements: s3AccessStatements(bucket.bucketArn, config.prefixes, config.namespaces),
     });
     const key = props.encryptionKey ?? bucket.encryptionKey;
     if (key) access.addStatements(kmsAccessStatement(key.keyArn));
@@ -185,6 +187,6 @@ export class DatastoreIndexer extends Construct {
       topic: props.alarmTopic,
     });
 
-    suppressIndexerFindings(access, bucket.bucketArn, config.prefixes);
+    suppressIndexerFindings(access, bucket.bucketArn, config.prefixes, config.namespaces);
   }
 }
