@@ -111,6 +111,7 @@ export class DatastoreIndexer extends Construct {
         ...extraEnvironment,
         [INDEXER_ENV.bucket]: bucket.bucketName,
         [INDEXER_ENV.prefixes]: config.prefixes.join(','),
+        [INDEXER_ENV.namespaces]: config.namespaces.join(','),
         [INDEXER_ENV.queueUrl]: this.queue.queueUrl,
         [INDEXER_ENV.serviceName]: SERVICE_NAME,
         [INDEXER_ENV.metricsNamespace]: METRICS_NAMESPACE,
@@ -143,7 +144,7 @@ export class DatastoreIndexer extends Construct {
     this.queue.grantSendMessages(this.function);
 
     const access = new Policy(this, 'DatastoreAccess', {
-      statements: s3AccessStatements(bucket.bucketArn, config.prefixes),
+      statements: s3AccessStatements(bucket.bucketArn, config.prefixes, config.namespaces),
     });
     const key = props.encryptionKey ?? bucket.encryptionKey;
     if (key) access.addStatements(kmsAccessStatement(key.keyArn));
@@ -173,6 +174,6 @@ export class DatastoreIndexer extends Construct {
       topic: props.alarmTopic,
     });
 
-    suppressIndexerFindings(access, bucket.bucketArn, config.prefixes);
+    suppressIndexerFindings(access, bucket.bucketArn, config.prefixes, config.namespaces);
   }
 }

@@ -46,6 +46,16 @@ export interface DatastoreIndexerProps {
   readonly prefixes?: readonly string[];
 
   /**
+   * The namespaces the indexer keeps, each as its folder relative to the bucket: `<prefix>/<namespace>`
+   * (e.g. `swamp/team-a`), or `<namespace>` for a root at the bucket root. The role may write only the index,
+   * partition files and manifest of a listed namespace; events and repairs of an unlisted one are counted
+   * (`NamespacesUnlisted`) and logged naming this prop, and the root's own index is kept as usual. There is
+   * no wildcard for every namespace: IAM's `*` crosses `/`, so one would also match data keys.
+   * @default [] - no namespace is written
+   */
+  readonly namespaces?: readonly string[];
+
+  /**
    * When the full drift repair runs.
    * @default Schedule.rate(Duration.hours(1))
    */

@@ -19,6 +19,12 @@ export interface DatastoreIndexerStackProps extends StackProps {
   readonly prefixes?: readonly string[];
 
   /**
+   * Namespaces the indexer keeps (`<prefix>/<namespace>`): see `DatastoreIndexerProps.namespaces`.
+   * @default [] - no namespace is written
+   */
+  readonly namespaces?: readonly string[];
+
+  /**
    * When the drift repair runs.
    * @default Schedule.rate(Duration.hours(1))
    */
@@ -69,6 +75,7 @@ export class DatastoreIndexerStack extends Stack {
     this.indexer = new DatastoreIndexer(this, 'Indexer', {
       bucket: Bucket.fromBucketName(this, 'SharedBucket', props.bucketName),
       prefixes: props.prefixes,
+      namespaces: props.namespaces,
       schedule: props.schedule,
       eventDelivery: props.eventDelivery,
       maxConcurrency: props.maxConcurrency,

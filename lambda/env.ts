@@ -9,6 +9,8 @@ export const INDEXER_ENV = {
   bucket: 'DATASTORE_BUCKET',
   /** The datastore roots, comma-separated; empty for the bucket root. */
   prefixes: 'DATASTORE_PREFIXES',
+  /** The namespaces the role may write, `<prefix>/<ns>` comma-separated; unset: every namespace is written. */
+  namespaces: 'DATASTORE_NAMESPACES',
   /** Where delayed re-checks and repair continuations are sent. */
   queueUrl: 'DATASTORE_QUEUE_URL',
   /** Powertools' service name of logs and metrics. */

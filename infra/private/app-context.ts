@@ -1,7 +1,7 @@
 import { Schedule } from 'aws-cdk-lib/aws-events';
 import { DatastoreIndexerPropError } from '../errors';
 import { EventDelivery } from '../props';
-import { validatePrefixes } from './validate';
+import { validateNamespaces, validatePrefixes } from './validate';
 
 /** One stack the app will create, read from CDK context. */
 export interface IndexerStackConfig {
@@ -9,6 +9,7 @@ export interface IndexerStackConfig {
   readonly stackName: string;
   readonly bucketName: string;
   readonly prefixes: readonly string[];
+  readonly namespaces: readonly string[];
   readonly schedule?: Schedule;
   readonly eventDelivery?: EventDelivery;
   readonly maxConcurrency?: number;
@@ -17,7 +18,7 @@ export interface IndexerStackConfig {
 }
 
 /** Context keys of one bucket, the same in `-c key=value` and in a `buckets` entry. */
-const KEYS = ['bucketName', 'prefixes', 'schedule', 'eventDelivery', 'maxConcurrency', 'alarmTopicArn', 'kmsKeyArn'] as const;
+const KEYS = ['bucketName', 'prefixes', 'namespaces', 'schedule', 'eventDelivery', 'maxConcurrency', 'alarmTopicArn', 'kmsKeyArn'] as const;
 
 const USAGE =
   'Deploy with: npx cdk deploy -c bucketName=<shared-bucket> [-c prefixes=a,b] [-c schedule="rate(1 hour)"], ' +
@@ -38,12 +39,16 @@ function optionalString(value: unknown, prop: string): string | undefined {
   return value;
 }
 
-/** Prefixes arrive as `a,b` from the command line or as a JSON array from cdk.json. */
-function parsePrefixes(value: unknown, prop: string): readonly string[] {
+/** A list arrives as `a,b` from the command line or as a JSON array from cdk.json. */
+function parseList(value: unknown, prop: string): string[] {
   if (value === undefined || value === null || value === '') return [];
   const list = typeof value === 'string' ? value.split(',').map((p) => p.trim()) : value;
   if (!Array.isArray(list)) throw new DatastoreIndexerPropError(prop, 'must be a comma-separated string or an array of strings');
-  return validatePrefixes(list as string[], prop);
+  return list as string[];
+}
+
+function parsePrefixes(value: unknown, prop: string): readonly string[] {
+  return validatePrefixes(parseList(value, prop), prop);
 }
 
 function parseSchedule(value: unknown, prop: string): Schedule | undefined {
@@ -87,10 +92,12 @@ function parseBucket(entry: Record<string, unknown>, where: string): IndexerStac
   if (!BUCKET_NAME.test(bucketName)) {
     throw new DatastoreIndexerPropError(at('bucketName'), `${JSON.stringify(bucketName)} is not an S3 bucket name`);
   }
+  const prefixes = parsePrefixes(entry.prefixes, at('prefixes'));
   return {
     stackName: stackNameFor(bucketName),
     bucketName,
-    prefixes: parsePrefixes(entry.prefixes, at('prefixes')),
+    prefixes,
+    namespaces: validateNamespaces(parseList(entry.namespaces, at('namespaces')), prefixes, at('namespaces')),
     schedule: parseSchedule(entry.schedule, at('schedule')),
     eventDelivery: parseEventDelivery(entry.eventDelivery, at('eventDelivery')),
     maxConcurrency: optionalInteger(entry.maxConcurrency, at('maxConcurrency')),

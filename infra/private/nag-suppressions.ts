@@ -35,14 +35,19 @@ function flatten(value: unknown): string {
  * Acknowledges, one by one, the wildcard object ARNs of the datastore policy. Each names keys
  * under one datastore root only; any other wildcard added later would still be reported.
  */
-export function suppressIndexerFindings(policy: Policy, bucketArn: string, prefixes: readonly string[]): void {
+export function suppressIndexerFindings(
+  policy: Policy,
+  bucketArn: string,
+  prefixes: readonly string[],
+  namespaces: readonly string[] = [],
+): void {
   const stack = Stack.of(policy);
   const reason =
-    'Object ARNs end in a wildcard because index shards, namespaces and control keys are not known in advance; ' +
-    'each is confined to one configured datastore root of one bucket (see infra/private/s3-access.ts).';
-  const resources = s3AccessStatements(bucketArn, prefixes).flatMap((s) => s.resources);
-  for (const resource of resources) {
-    const flat = flatten(stack.resolve(resource));
+    'Object ARNs end in a wildcard because index partitions and control keys are not known in advance; ' +
+    'reads are confined to one configured datastore root of one bucket, writes to its internal folders (see infra/private/s3-access.ts).';
+  const resources = s3AccessStatements(bucketArn, prefixes, namespaces).flatMap((s) => s.resources);
+  const flats = new Set(resources.map((resource) => flatten(stack.resolve(resource))));
+  for (const flat of flats) {
     if (flat.includes('*')) Validations.of(policy).acknowledge({ id: `AwsSolutions-IAM5[Resource::${flat}]`, reason });
   }
 }

@@ -4,10 +4,12 @@ import { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { segmentProblem } from '../../lambda/lib/names';
 import { DatastoreIndexerPropError } from '../errors';
 import { EventDelivery, type DatastoreIndexerProps } from '../props';
+import { namespaceRoot } from './s3-access';
 
 /** The props with every default filled in, checked. */
 export interface ResolvedIndexerProps {
   readonly prefixes: readonly string[];
+  readonly namespaces: readonly string[];
   readonly schedule: Schedule;
   readonly batchingWindow: Duration;
   readonly maxConcurrency: number;
@@ -61,6 +63,53 @@ export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes')
   return prefixes;
 }
 
+/** Top-level folders that are never a namespace: swamp's data folders and its internal folders. */
+const NOT_NAMESPACES = new Set([
+  'data',
+  'outputs',
+  'definitions-evaluated',
+  'workflow-runs',
+  'workflows-evaluated',
+  'auto-definitions',
+  'audit',
+  'telemetry',
+  'logs',
+  'files',
+  '_index',
+  '_control',
+]);
+
+/**
+ * Checks the namespaces (`<prefix>/<namespace>`, or `<namespace>` at the bucket root) and returns them
+ * unchanged. Each is used literally in IAM ARNs and in DATASTORE_NAMESPACES.
+ */
+export function validateNamespaces(namespaces: readonly string[], prefixes: readonly string[], prop = 'namespaces'): readonly string[] {
+  const seen = new Map<string, number>();
+  namespaces.forEach((entry, i) => {
+    const fail = (detail: string): never => {
+      throw new DatastoreIndexerPropError(prop, `${prop}[${i}] ${JSON.stringify(entry)} ${detail}`);
+    };
+    if (typeof entry !== 'string') fail('must be a string');
+    if (Token.isUnresolved(entry)) fail('must be known at synth time, not a token');
+    if (FORBIDDEN.test(entry) || entry.includes('$')) fail("must not contain '*', '?', '$', ',' or control characters");
+    const at = namespaceRoot(prefixes, entry);
+    if (!at) {
+      fail(
+        prefixes.length
+          ? `must be "<prefix>/<namespace>" with one of the prefixes (${prefixes.map((p) => JSON.stringify(p)).join(', ')}) and one folder name`
+          : 'must be one folder name (the root is the bucket root)',
+      );
+    }
+    const { namespace } = at!;
+    if (namespace === '.' || namespace === '..' || namespace.startsWith('.') || NOT_NAMESPACES.has(namespace))
+      fail('names a folder that is never a namespace');
+    const first = seen.get(entry);
+    if (first !== undefined) fail(`is listed twice (also ${prop}[${first}])`);
+    seen.set(entry, i);
+  });
+  return namespaces;
+}
+
 function seconds(d: Duration, prop: string): number {
   if (Token.isUnresolved(d.toString())) throw new DatastoreIndexerPropError(prop, 'must be known at synth time, not a token');
   return d.toSeconds({ integral: false });
@@ -69,6 +118,7 @@ function seconds(d: Duration, prop: string): number {
 /** Fills in the defaults and fails early, naming the prop, on anything AWS would refuse at deploy time. */
 export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps {
   const prefixes = validatePrefixes(props.prefixes ?? []);
+  const namespaces = validateNamespaces(props.namespaces ?? [], prefixes);
 
   const batchingWindow = props.batchingWindow ?? Duration.seconds(1);
   const window = seconds(batchingWindow, 'batchingWindow');
@@ -104,6 +154,7 @@ export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps
 
   return {
     prefixes,
+    namespaces,
     schedule: props.schedule ?? Schedule.rate(Duration.hours(1)),
     batchingWindow,
     maxConcurrency,

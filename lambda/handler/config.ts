@@ -8,6 +8,11 @@ export interface HandlerConfig {
   readonly bucket: string;
   /** `DATASTORE_PREFIXES`: the datastore roots, comma-separated; none means the bucket root. */
   readonly roots: readonly DatastoreRoot[];
+  /**
+   * `DATASTORE_NAMESPACES`: the namespaces whose index the role may write, per root prefix (`<prefix>/<ns>`
+   * entries, comma-separated, as the construct's `namespaces` prop). Unset: every namespace is written.
+   */
+  readonly namespaces?: ReadonlyMap<string, ReadonlySet<string>>;
   /** `AWS_ENDPOINT_URL_S3` and `DATASTORE_FORCE_PATH_STYLE=true`, for S3-compatible stores and tests. */
   readonly s3: S3Settings;
   /** `DATASTORE_QUEUE_URL`: where delayed re-checks and repair continuations are sent; without it neither is. */
@@ -58,6 +63,29 @@ export function parseRoots(bucket: string, raw: string | undefined): DatastoreRo
   return normalized.map((prefix) => ({ bucket, prefix }));
 }
 
+/** Parses `DATASTORE_NAMESPACES` (`<prefix>/<ns>` or `<ns>` at the bucket root) into namespaces per root prefix. */
+export function parseNamespaces(roots: readonly DatastoreRoot[], raw: string | undefined): Map<string, Set<string>> | undefined {
+  if (raw === undefined) return undefined;
+  const listed = new Map(roots.map((r) => [r.prefix, new Set<string>()]));
+  for (const entry of raw.split(',').map((e) => e.trim())) {
+    if (entry === '') continue;
+    const root = roots.find((r) => (r.prefix === '' ? !entry.includes('/') : entry.startsWith(`${r.prefix}/`)));
+    const ns = root ? entry.slice(root.prefix === '' ? 0 : root.prefix.length + 1) : '';
+    if (!root || ns === '' || ns.includes('/') || FORBIDDEN.test(ns))
+      throw new ConfigError(
+        `DATASTORE_NAMESPACES entry "${entry}" is not "<prefix>/<namespace>" of a configured root`,
+        'Set the construct\'s `namespaces` prop, e.g. ["swamp/team-a"]',
+      );
+    listed.get(root.prefix)!.add(ns);
+  }
+  return listed;
+}
+
+/** True when the handler may write the index of namespace `ns` of the root (listed, or no list configured). */
+export function isNamespaceListed(config: HandlerConfig, root: DatastoreRoot, ns: string): boolean {
+  return config.namespaces?.get(root.prefix)?.has(ns) ?? config.namespaces === undefined;
+}
+
 /**
  * Reads and checks the handler's environment; throws `ConfigError` naming the variable at fault.
  *
@@ -81,9 +109,11 @@ export function parseConfig(env: Env): HandlerConfig {
   const queueUrl = env[INDEXER_ENV.queueUrl]?.trim() || undefined;
   if (queueUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(queueUrl))
     throw new ConfigError(`DATASTORE_QUEUE_URL must be a queue URL, got "${queueUrl}"`);
+  const roots = parseRoots(bucket, env[INDEXER_ENV.prefixes]);
   return {
     bucket,
-    roots: parseRoots(bucket, env[INDEXER_ENV.prefixes]),
+    roots,
+    namespaces: parseNamespaces(roots, env[INDEXER_ENV.namespaces]),
     s3: {
       region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
       endpoint,

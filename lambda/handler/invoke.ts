@@ -11,6 +11,8 @@ import {
 } from '../lib/internal';
 import { Metric, addHeal, count, lockOptions, logRoot, rootSummary } from './observability';
 import type { Runtime } from './runtime';
+import { isNamespaceListed } from './config';
+import { unlistedMessage, unlistedNamespaces } from './unlisted';
 import { type InvokeRequest, UnknownTriggerError } from './triggers';
 
 /** Drifting keys shown per kind in a report; the counts are always whole. */
@@ -76,10 +78,13 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
         `${describeScope({ root })} has no namespace "${request.namespace}" (no ${request.namespace}/.namespace.json)`,
       );
     }
+    if (request.action === 'repair' && request.namespace !== undefined && !isNamespaceListed(rt.config, root, request.namespace))
+      throw new UnknownTriggerError(unlistedMessage(root, request.namespace), 'Only listed namespaces are repaired');
     let summary = rootSummary(describeScope({ root }), `invoke-${request.action}`);
     const run = await repairResumable(rt.store, root, {
       mode: request.action,
       namespace: request.namespace,
+      skipNamespace: request.action === 'repair' ? unlistedNamespaces(rt, root) : undefined,
       remainingMs: () => context.getRemainingTimeInMillis(),
       reserveMs: rt.config.repairReserveMs,
       publish: { lock: lockOptions(rt.config.lockWaitMs) },

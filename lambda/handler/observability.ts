@@ -40,6 +40,8 @@ export const Metric = {
   RecheckRestored: 'RecheckRestored',
   /** Full repairs that ran out of time and saved their progress. */
   RepairsIncomplete: 'RepairsIncomplete',
+  /** Namespaces met whose index was not written: not in the construct's `namespaces` prop. */
+  NamespacesUnlisted: 'NamespacesUnlisted',
 } as const;
 
 export type MetricName = (typeof Metric)[keyof typeof Metric];

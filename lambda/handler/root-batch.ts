@@ -20,9 +20,11 @@ import {
   settleKeyReadings,
   topFolder,
 } from '../lib/internal';
+import { isNamespaceListed } from './config';
 import { type ContinueRepairRequest, MAX_RECHECK_ROUNDS, type RecheckRequest } from './messages';
 import { Metric, type RootSummary, addDelta, addHeal, count, lockOptions, logger } from './observability';
 import type { Runtime } from './runtime';
+import { unlistedNamespaces } from './unlisted';
 
 /** A change placed in a root: `rel` is its key relative to the root. */
 export interface PlacedChange {
@@ -74,6 +76,7 @@ interface ScopeWork {
 async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Promise<ScopeWork[]> {
   const { root } = work;
   const namespaces = new NamespaceResolver(rt.store, root);
+  const unlisted = unlistedNamespaces(rt, root);
   for (const [rel, marker] of latestChanges(work.markers.map((m) => m.change))) {
     const ns = namespaceOfMarker(rel.slice(scopeBase({ root }).length));
     if (ns !== undefined && marker.kind === 'created') namespaces.note(ns, true);
@@ -103,9 +106,11 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
       progress.internal++;
       continue;
     }
+    if (placed.namespace !== undefined && unlisted(placed.namespace)) continue;
     scopeFor(placed.namespace).events.push(change);
   }
   for (const recheck of work.rechecks) {
+    if (recheck.namespace !== undefined && unlisted(recheck.namespace)) continue;
     const entry = scopeFor(recheck.namespace);
     for (const key of recheck.keys) {
       if (isInternalKey(key)) continue;
@@ -126,6 +131,7 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
   const run = await repairResumable(rt.store, scope.root, {
     mode: 'repair',
     namespace: scope.namespace,
+    skipNamespace: unlistedNamespaces(rt, scope.root),
     remainingMs,
     reserveMs: rt.config.repairReserveMs,
     publish: { lock: lockOptions(rt.config.lockWaitMs) },
@@ -212,6 +218,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
     count(Metric.RechecksSent, sent);
   }
   for (const request of work.continuations) {
+    if (request.namespace !== undefined && !isNamespaceListed(config, work.root, request.namespace)) continue;
     const scope: IndexScope = request.namespace ? { root: work.root, namespace: request.namespace } : { root: work.root };
     // At least once: a duplicate continuation of a repair that has finished must not start a new one.
     if (!request.start && !(await loadRepairProgress(store, repairProgressKey(scope.root, scope.namespace)))) continue;

@@ -3,6 +3,7 @@ import type { Context } from 'aws-lambda';
 import { describeScope, repairResumable } from '../lib/internal';
 import { Metric, addHeal, count, lockOptions, logRoot, logger, requestsSince, rootSummary } from './observability';
 import type { Runtime } from './runtime';
+import { unlistedNamespaces } from './unlisted';
 
 /** What the schedule did for one root. */
 export interface ScheduledRootResult {
@@ -36,6 +37,7 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
       }
       const run = await repairResumable(rt.store, root, {
         mode: 'repair',
+        skipNamespace: unlistedNamespaces(rt, root),
         remainingMs,
         reserveMs: rt.config.repairReserveMs,
         publish: { lock: lockOptions(rt.config.lockWaitMs) },

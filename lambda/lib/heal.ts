@@ -33,6 +33,8 @@ export interface HealOptions {
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
   /** Stop with `EmptyDatastoreError` when the root (or namespace) holds no object at all, rather than create an empty index there (a mistyped prefix). @default false */
   readonly refuseEmpty?: boolean;
+  /** Namespaces to leave alone (neither checked nor written) in a heal of the whole root. @default none */
+  readonly skipNamespace?: (namespace: string) => boolean;
   /** Hears the count of objects listed so far, after each page of the root's listing. */
   readonly onListed?: (objectsListed: number) => void;
 }
@@ -103,6 +105,7 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
     scopes.push(await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options, early));
   } else {
     for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      if (ns && options.skipNamespace?.(ns)) continue;
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
       scopes.push(
         await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, ns ? undefined : early),

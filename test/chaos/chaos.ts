@@ -46,6 +46,8 @@ export interface ChaosOptions {
   readonly kills?: boolean;
   readonly clientsPerRoot?: number;
   readonly log?: (line: string) => void;
+  /** Hears every S3 request the indexer (the Lambda bundle and the command) sends, before any fault. */
+  readonly onIndexerRequest?: (method: string, url: string) => void;
 }
 
 export interface ChaosReport {
@@ -277,6 +279,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let stepTurn = killRng.int(CRASH_STEPS.length);
     const newProxy = async (who: string): Promise<FaultProxy> => {
       const proxy = await startFaultProxy(moto.endpoint, faultRng, faults ? FAULT_RATES : NO_FAULTS);
+      proxy.onRequest = options.onIndexerRequest;
       proxy.onSeen = (r) => {
         if (r.method !== 'GET' && r.method !== 'HEAD') trace.push(`${new Date().toISOString()} ${who} ${r.method} ${r.key} ${r.status}`);
       };

@@ -29,6 +29,8 @@ export interface FaultProxy {
   readonly faults: Record<FaultKind, number>;
   requests: number;
   onAnswered?: (request: SeenRequest) => void;
+  /** Sees every request as it arrives, faulted or not (method and URL, e.g. to evaluate IAM on it). */
+  onRequest?: (method: string, url: string) => void;
   /** Sees every answered request (for the run's trace). */
   onSeen?: (request: SeenRequest) => void;
   close(): Promise<void>;
@@ -89,6 +91,7 @@ export async function startFaultProxy(target: string, rng: Rng, rates: FaultRate
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       proxy.requests++;
+      proxy.onRequest?.(req.method ?? 'GET', req.url ?? '/');
       const body = Buffer.concat(chunks);
       const fault = pick();
       if (fault) proxy.faults[fault]++;

@@ -75,6 +75,7 @@ export function handlerEnv(options: HandlerEnvOptions): Record<string, string | 
 const HANDLER_VARS = [
   'DATASTORE_BUCKET',
   'DATASTORE_PREFIXES',
+  'DATASTORE_NAMESPACES',
   'DATASTORE_QUEUE_URL',
   'DATASTORE_FORCE_PATH_STYLE',
   'DATASTORE_RECHECK_DELAY_SECONDS',

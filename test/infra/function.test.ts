@@ -22,9 +22,9 @@ describe('DatastoreIndexer function', () => {
     expect(propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction')).not.toHaveProperty('ReservedConcurrentExecutions');
   });
 
-  test('passes the bucket, prefixes, queue URL and Powertools names to the Lambda', () => {
+  test('passes the bucket, prefixes, namespaces, queue URL and Powertools names to the Lambda', () => {
     // GIVEN
-    const { template } = indexerStack({ prefixes: ['swamp', 'infra'] });
+    const { template } = indexerStack({ prefixes: ['swamp', 'infra'], namespaces: ['swamp/team-a', 'infra/ops'] });
     const queue = logicalIdOf(template, 'AWS::SQS::Queue', 'IndexerQueue');
     // THEN: exactly these variables, nothing else
     template.hasResourceProperties('AWS::Lambda::Function', {
@@ -32,6 +32,7 @@ describe('DatastoreIndexer function', () => {
         Variables: Match.exact({
           DATASTORE_BUCKET: 'shared-bucket',
           DATASTORE_PREFIXES: 'swamp,infra',
+          DATASTORE_NAMESPACES: 'swamp/team-a,infra/ops',
           DATASTORE_QUEUE_URL: { Ref: queue },
           POWERTOOLS_SERVICE_NAME: 'datastore-indexer',
           POWERTOOLS_METRICS_NAMESPACE: 'DatastoreIndexer',

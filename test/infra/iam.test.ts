@@ -24,9 +24,9 @@ function allStatements(template: Template): { policy: string; statement: Stateme
 const asList = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 
 describe('DatastoreIndexer IAM', () => {
-  test('grants exactly List/Get/Put and lock/control deletes under each prefix', () => {
+  test('grants List and Get under each prefix, Put and Delete only on the names the indexer writes', () => {
     // GIVEN / WHEN
-    const { template } = indexerStack({ prefixes: ['swamp', 'infra'] });
+    const { template } = indexerStack({ prefixes: ['swamp', 'infra'], namespaces: ['swamp/team-a'] });
     // THEN
     expect(propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument).toEqual({
       Version: '2012-10-17',
@@ -39,10 +39,27 @@ describe('DatastoreIndexer IAM', () => {
           Condition: { StringLike: { 's3:prefix': ['swamp', 'swamp/', 'swamp/*', 'infra', 'infra/', 'infra/*'] } },
         },
         {
-          Sid: 'ReadWriteDatastoreObjects',
+          Sid: 'ReadDatastoreObjects',
           Effect: 'Allow',
-          Action: ['s3:GetObject', 's3:PutObject'],
+          Action: 's3:GetObject',
           Resource: [importedArn('/swamp/*'), importedArn('/infra/*')],
+        },
+        {
+          Sid: 'WriteIndexerKeys',
+          Effect: 'Allow',
+          Action: 's3:PutObject',
+          Resource: [
+            importedArn('/swamp/.datastore-index.json'),
+            importedArn('/swamp/_index/*.json'),
+            importedArn('/swamp/.datastore.lock'),
+            importedArn('/swamp/_control/datastore-indexer/*'),
+            importedArn('/swamp/team-a/.datastore-index.json'),
+            importedArn('/swamp/team-a/_index/*.json'),
+            importedArn('/infra/.datastore-index.json'),
+            importedArn('/infra/_index/*.json'),
+            importedArn('/infra/.datastore.lock'),
+            importedArn('/infra/_control/datastore-indexer/*'),
+          ],
         },
         {
           Sid: 'DeleteLocksAndControlKeys',
@@ -59,13 +76,24 @@ describe('DatastoreIndexer IAM', () => {
     });
   });
 
-  test('at the bucket root, lists without a prefix condition and reaches every key', () => {
+  test('at the bucket root, lists without a prefix condition, reads every key and writes only internal names', () => {
     const { template } = indexerStack();
     expect(propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument).toEqual({
       Version: '2012-10-17',
       Statement: [
         { Sid: 'ListDatastoreRoots', Effect: 'Allow', Action: 's3:ListBucket', Resource: importedArn() },
-        { Sid: 'ReadWriteDatastoreObjects', Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject'], Resource: importedArn('/*') },
+        { Sid: 'ReadDatastoreObjects', Effect: 'Allow', Action: 's3:GetObject', Resource: importedArn('/*') },
+        {
+          Sid: 'WriteIndexerKeys',
+          Effect: 'Allow',
+          Action: 's3:PutObject',
+          Resource: [
+            importedArn('/.datastore-index.json'),
+            importedArn('/_index/*.json'),
+            importedArn('/.datastore.lock'),
+            importedArn('/_control/datastore-indexer/*'),
+          ],
+        },
         {
           Sid: 'DeleteLocksAndControlKeys',
           Effect: 'Allow',

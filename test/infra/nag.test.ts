@@ -37,7 +37,7 @@ describe('cdk-nag AwsSolutions', () => {
       .map(([id, reason]) => [id.replace(/^annotation::/i, ''), reason] as const);
     // THEN
     const bucket = 'arn:<AWS::Partition>:s3:::shared-bucket';
-    const wildcards = ['swamp', 'infra'].flatMap((p) => [`${p}/*`, `${p}/_control/datastore-indexer/*`]);
+    const wildcards = ['swamp', 'infra'].flatMap((p) => [`${p}/*`, `${p}/_index/*.json`, `${p}/_control/datastore-indexer/*`]);
     expect(acks.map(([id]) => id).sort()).toEqual(
       [
         ...wildcards.map((w) => `AwsSolutions-IAM5[Resource::${bucket}/${w}]`),

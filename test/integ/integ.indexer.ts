@@ -1,0 +1,34 @@
+/**
+ * The deploy test, in the CDK's own form (@aws-cdk/integ-tests-alpha, run by @aws-cdk/integ-runner): a bucket
+ * the test creates, the indexer for its prefix `swamp` with one listed namespace, an object put out of band,
+ * and an assertion, retried until it holds, that the prefix's index comes to list the object. `npm test`
+ * checks the snapshot offline (test/integ/snapshot.test.ts); the README says how to run it against an account.
+ */
+import { App, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
+import { ExpectedResult, IntegTest, Match } from '@aws-cdk/integ-tests-alpha';
+import { DatastoreIndexer } from '../../infra/datastore-indexer';
+
+const app = new App();
+const stack = new Stack(app, 'DatastoreIndexerInteg');
+const bucket = new Bucket(stack, 'Datastore', {
+  encryption: BucketEncryption.S3_MANAGED,
+  enforceSSL: true,
+  removalPolicy: RemovalPolicy.DESTROY,
+  autoDeleteObjects: true,
+});
+new DatastoreIndexer(stack, 'Indexer', { bucket, prefixes: ['swamp'], namespaces: ['swamp/team-a'] });
+
+const integ = new IntegTest(app, 'DatastoreIndexerDeploy', {
+  testCases: [stack],
+  cdkCommandOptions: { destroy: { args: { force: true } } },
+  regions: [stack.region],
+});
+
+const key = 'swamp/data/integ/1/v1/raw';
+const put = integ.assertions.awsApiCall('S3', 'putObject', { Bucket: bucket.bucketName, Key: key, Body: 'hello from the integ test' });
+const index = integ.assertions
+  .awsApiCall('S3', 'getObject', { Bucket: bucket.bucketName, Key: 'swamp/.datastore-index.json' })
+  .expect(ExpectedResult.objectLike({ Body: Match.stringLikeRegexp('"data/integ/1/v1/raw"') }))
+  .waitForAssertions({ totalTimeout: Duration.minutes(10), interval: Duration.seconds(20) });
+put.next(index);
