@@ -108,7 +108,7 @@ const kb = (bytes: number): string => `${(bytes / 1000).toFixed(1)} kB`;
 const build: Step = {
   title: 'Build the command (npm run bundle)',
   async run() {
-    const out = spawnSync(process.execPath, [join(ROOT, 'bin', 'bundle.mjs')], { cwd: ROOT, encoding: 'utf8' });
+    const out = spawnSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, encoding: 'utf8' });
     if (out.status !== 0) throw new Error(`the bundle failed: ${out.stderr || out.error?.message}`);
     return [`dist/cli/cli.js (${(statSync(CLI).size / 1e6).toFixed(1)} MB)`];
   },
