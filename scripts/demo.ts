@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { type DatastoreRoot, INDEX_KEY, type IndexScope, S3Store, mapLimit, readLiveIndex, scopeBase } from '../lambda/lib/internal';
-import { type MotoServer, startMoto } from '../test/helpers/moto';
+import { type MotoServer, startMoto } from '../support/moto';
 import { lambdaStep } from './demo-lambda';
 
 const ROOT = join(__dirname, '..');

@@ -1,12 +1,12 @@
 /**
- * The bundle fed by the emulated SQS event source (test/helpers/event-source.ts), from the notifications
+ * The bundle fed by the emulated SQS event source (support/event-source.ts), from the notifications
  * moto sends: batches, concurrency, partial batch failures back on the queue after the visibility
  * timeout, and the dead-letter queue after maxReceiveCount receives.
  */
 import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { LOCK_KEY } from '../../lambda/lib';
-import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../helpers/event-source';
+import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../../support/event-source';
 import { lockBody } from '../helpers/factories';
 import { ensureBundle, handlerEnv, testSqs } from '../helpers/lambda';
 import { deleteObject, putObject, testStore } from '../helpers/s3';

@@ -31,7 +31,7 @@ import {
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 
 /** The artifact the CDK stack deploys. */
-export const LAMBDA_BUNDLE = join(__dirname, '..', '..', 'dist', 'lambda', 'index.js');
+export const LAMBDA_BUNDLE = join(__dirname, '..', 'dist', 'lambda', 'index.js');
 
 /** Receives in flight at once while a batch fills. */
 const POLLERS = 5;
