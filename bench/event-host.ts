@@ -10,6 +10,7 @@ import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, isInternalKey, partitionOf } from
 import type { HostReply } from './host';
 import { type ObjectWrite, startS3Model } from '../support/s3-model/server';
 import type { SeedOptions } from '../support/s3-model/seed';
+import { sleep } from '../support/sleep';
 
 /** A request from the benchmark. */
 export type EventHostRequest =
@@ -115,7 +116,7 @@ async function main(): Promise<void> {
   };
   const schedule = (): void => {
     if (flushing) return;
-    flushing = new Promise<void>((resolve) => setTimeout(resolve, 10))
+    flushing = sleep(10)
       .then(flush)
       .catch((err: unknown) => void process.stderr.write(`event-host: sending notifications failed: ${String(err)}\n`))
       .finally(() => {

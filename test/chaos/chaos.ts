@@ -17,12 +17,12 @@ import { notifyQueue } from '../../support/notifications';
 import { CHAOS_LAYOUTS, type ChaosLayout, OutOfBandWriter, emptyClientStats, type Published, SwampClient, readTruth } from './clients';
 import { FAULT_KINDS, type FaultKind, type FaultProxy, type FaultRates, NO_FAULTS, type SeenRequest, startFaultProxy } from './fault-proxy';
 import { type Rng, seededRng } from './rng';
+import { sleep } from '../../support/sleep';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'dist', 'cli', 'cli.js');
 const BUNDLE = join(ROOT, 'dist', 'lambda', 'index.js');
 const WORKER = join(__dirname, 'lambda-worker.cjs');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The S3 steps of a publish at which the indexer is killed right after its answer arrived. */
 export const CRASH_STEPS = ['lock-taken', 'index-read', 'shard-written', 'manifest-written', 'index-written', 'lock-released'] as const;

@@ -14,8 +14,7 @@ import {
   testStore,
   trackRequests,
 } from '../helpers/s3';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../../support/sleep';
 
 /** A promise and the function that resolves it: events order the test, not sleeps. */
 function signal(): { promise: Promise<void>; fire: () => void } {

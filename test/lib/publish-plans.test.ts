@@ -25,8 +25,7 @@ import {
   testStore,
   trackRequests,
 } from '../helpers/s3';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+import { sleep } from '../../support/sleep';
 
 /** A store that notes the index reads sent, and which of them went out before its lock write was answered. */
 class WatchingStore extends S3Store {
