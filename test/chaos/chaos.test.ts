@@ -2,7 +2,8 @@
  * A short seeded chaos run (three layouts in one bucket, faults and kills on) as part of `npm test`;
  * `npm run chaos` runs long ones. No wall-clock bound: the invariants are what is asserted.
  */
-import { problemsOf, replayCommand, runChaos } from './chaos';
+import { runChaos } from './chaos';
+import { problemsOf, replayCommand } from './report';
 
 jest.setTimeout(300_000);
 
