@@ -1,6 +1,6 @@
 /**
  * The S3 model as a child process of the freshness benchmark (`bench/freshness.ts`), with what the
- * model itself does not do (see bench/s3-model/README.md): it sends an S3 event notification to an SQS
+ * model itself does not do (see support/s3-model/README.md): it sends an S3 event notification to an SQS
  * queue (bench/sqs-model.ts, or moto) for each write under a watched root, as S3 does for a bucket whose notifications go to
  * the indexer's queue, and it keeps a log of the writes that make an index (the monolith, `_index/`
  * files), so that freshness can be measured afterwards as the model saw it.
@@ -8,8 +8,9 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, isInternalKey, partitionOf } from '../lambda/lib/internal';
 import type { HostReply } from './host';
-import { type ObjectWrite, startS3Model } from './s3-model/server';
-import type { SeedOptions } from './s3-model/seed';
+import { type ObjectWrite, startS3Model } from '../support/s3-model/server';
+import type { SeedOptions } from '../support/s3-model/seed';
+import { sleep } from '../support/sleep';
 
 /** A request from the benchmark. */
 export type EventHostRequest =
@@ -115,7 +116,7 @@ async function main(): Promise<void> {
   };
   const schedule = (): void => {
     if (flushing) return;
-    flushing = new Promise<void>((resolve) => setTimeout(resolve, 10))
+    flushing = sleep(10)
       .then(flush)
       .catch((err: unknown) => void process.stderr.write(`event-host: sending notifications failed: ${String(err)}\n`))
       .finally(() => {

@@ -4,7 +4,7 @@
  *   uploads (PutObject to the S3 model, `aws s3 cp`'s 10 at a time)
  *     → the model sends S3 event notifications to an SQS queue (bench/event-host.ts): the SQS model
  *       (bench/sqs-model.ts) by default, moto with `--sqs moto`
- *     → the emulated event source (test/helpers/event-source.ts) feeds batches to the Lambda bundle
+ *     → the emulated event source (support/event-source.ts) feeds batches to the Lambda bundle
  *       running in child processes, one per concurrent slot
  *     → the bundle reads and writes the index on the model.
  *
@@ -21,8 +21,8 @@ import { parseArgs } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { S3Store, SHARD_META_KEY, createS3Client, healRoot, mapLimit, parallelLister } from '../lambda/lib/internal';
-import { lambdaWorkers, startEventSource } from '../test/helpers/event-source';
-import { startMoto } from '../test/helpers/moto';
+import { lambdaWorkers, startEventSource } from '../support/event-source';
+import { startMoto } from '../support/moto';
 import type { EventHostRequest, KeyFreshness, WriteStats } from './event-host';
 import { type HostProcess, type WithoutId, forkHost } from './host';
 import { startSqsModel } from './sqs-model';

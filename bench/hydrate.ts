@@ -185,7 +185,7 @@ export async function hydrateMeasures(
   o: HydrateBenchOptions,
 ): Promise<{ measures: Record<string, () => Promise<Timing>>; missing: string[]; versions: string[] }> {
   // Bundled now, so the command measured is the source's.
-  const built = spawnSync(process.execPath, [join(REPO, 'bin', 'bundle.mjs')], { cwd: REPO, encoding: 'utf8' });
+  const built = spawnSync(process.execPath, [join(REPO, 'scripts', 'bundle.mjs')], { cwd: REPO, encoding: 'utf8' });
   if (built.status !== 0 || !existsSync(CLI)) throw new Error(`npm run bundle failed: ${built.stderr}`);
   const target: Target = { endpoint: model.endpoint, ...HYDRATE_TARGET };
   await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });

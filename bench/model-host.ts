@@ -2,7 +2,7 @@
  * The S3 model as a child process of the benchmark (`bench/model.ts` starts it), so that the model's
  * work and the client's never share one CPU thread. Answers requests from its parent over IPC.
  */
-import { startS3Model } from './s3-model/server';
+import { startS3Model } from '../support/s3-model/server';
 import type { HostRequest, HostReply } from './model';
 
 async function main(): Promise<void> {

@@ -1,8 +1,8 @@
-/** Starts the S3 model (`bench/s3-model/`) in a child process and talks to it over IPC. */
+/** Starts the S3 model (`support/s3-model/`) in a child process and talks to it over IPC. */
 import { join } from 'node:path';
 import { type WithoutId, forkHost } from './host';
-import type { SeedOptions, SeedResult } from './s3-model/seed';
-import type { RequestCounts } from './s3-model/server';
+import type { SeedOptions, SeedResult } from '../support/s3-model/seed';
+import type { RequestCounts } from '../support/s3-model/server';
 
 /** A request to the model's process. */
 export type HostRequest =

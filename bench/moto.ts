@@ -1,7 +1,7 @@
 /** The sanity row: the same root shape on moto, where every request costs CPU, not waiting. */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createS3Client, mapLimit } from '../lambda/lib/internal';
-import { startMoto } from '../test/helpers/moto';
+import { startMoto } from '../support/moto';
 import { syntheticKey } from './synthetic';
 import type { Target } from './rows';
 

@@ -1,7 +1,7 @@
 /**
  * npm run bench [-- --objects N --latency-ms MS --second-latency-ms MS --parallelism N --runs N --quick --json]
  *
- * In one run, against one bucket seeded on the S3 model (bench/s3-model, in its own process, fixed
+ * In one run, against one bucket seeded on the S3 model (support/s3-model, in its own process, fixed
  * latency per request: 80 ms, about what S3 takes for a full ListObjectsV2 page; the floor and both heals
  * again at a second latency, 30 ms), side by side: the raw floor (the SDK's bare sequential ListObjectsV2 loop),
  * our full heal listing sequentially and in parallel (mode repair on an unindexed root: list, build,

@@ -12,6 +12,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sleep } from '../support/sleep';
 
 interface StoredMessage {
   readonly id: string;
@@ -184,7 +185,7 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
       const deadline = Date.now() + Math.min(20, Number(input.WaitTimeSeconds ?? 0)) * 1000;
       let got = receive(queue, max, visibilityS);
       while (!got.length && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
         got = receive(queue, max, visibilityS);
       }
       return {
@@ -227,7 +228,7 @@ export async function startSqsModel(options: { port?: number; latencyMs?: number
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
+    if (latencyMs > 0) await sleep(latencyMs);
     const target = String(req.headers['x-amz-target'] ?? '');
     const op = operations[target.replace(/^AmazonSQS\./, '')];
     let status = 200;

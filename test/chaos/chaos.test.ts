@@ -5,7 +5,8 @@
  */
 import { type S3Authorisation, authorisationOf, refusedRequests, rolePolicies } from '../helpers/iam-eval';
 import { BUCKET_NAME, indexerStack } from '../infra/helpers';
-import { problemsOf, replayCommand, runChaos } from './chaos';
+import { runChaos } from './chaos';
+import { problemsOf, replayCommand } from './report';
 
 jest.setTimeout(300_000);
 

@@ -8,6 +8,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, type S3Store, partitionOf } from '../../lambda/lib/internal';
 import type { Rng } from './rng';
+import { sleep } from '../../support/sleep';
 
 export type ChaosLayout = 'monolith' | 'dual-write' | 'shard-first';
 export const CHAOS_LAYOUTS: readonly ChaosLayout[] = ['monolith', 'dual-write', 'shard-first'];
@@ -50,7 +51,6 @@ export function emptyClientStats(): ClientStats {
   return { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const CLIENT_TTL_MS = 30_000;
 const LOCK_GIVE_UP_MS = 60_000;
 

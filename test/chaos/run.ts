@@ -4,7 +4,9 @@
  * prints the command that replays it. Exit 1 when any seed broke an invariant.
  */
 import { writeFileSync } from 'node:fs';
-import { type ChaosOptions, type ChaosReport, problemsOf, replayCommand, runChaos, runCrashPoints } from './chaos';
+import { runChaos } from './chaos';
+import { runCrashPoints } from './crash-points';
+import { type ChaosOptions, type ChaosReport, problemsOf, replayCommand } from './report';
 
 function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel: number; faults: boolean; kills: boolean; json?: string } {
   const out = { seeds: [1], seconds: 60, parallel: 1, faults: true, kills: true, json: undefined as string | undefined };

@@ -40,7 +40,7 @@ function isFresh(): boolean {
 const sleepSync = (ms: number): void => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
 /**
- * Builds dist/cli/cli.js with `node bin/bundle.mjs` when it is missing or older than the sources
+ * Builds dist/cli/cli.js with `node scripts/bundle.mjs` when it is missing or older than the sources
  * (`npm test` bundles first, so this is for `npx jest test/cli`); a lock folder keeps parallel
  * jest workers from building at once.
  */
@@ -64,7 +64,7 @@ export function ensureBuiltCli(): void {
     }
   }
   try {
-    if (!isFresh()) execFileSync(process.execPath, [join(ROOT, 'bin', 'bundle.mjs')], { cwd: ROOT, stdio: 'pipe' });
+    if (!isFresh()) execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, stdio: 'pipe' });
     snapshot = snapshotBundle();
   } finally {
     rmSync(lock, { recursive: true, force: true });

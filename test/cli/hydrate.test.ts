@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { INDEX_KEY, parseIndex, partPathOf } from '../../lambda/lib/internal';
 import { readIndex, seedDatastore, summarize, testStore } from '../helpers/s3';
 import { asComparable, datastoreConfig, ensureBuiltCli, readTree, runCli, startCli, tempDir } from './helpers';
+import { sleep } from '../../support/sleep';
 
 beforeAll(ensureBuiltCli, 120_000);
 
@@ -181,7 +182,7 @@ describe('datastore-indexer hydrate', () => {
     const complete = (): string[] =>
       Object.keys(bodies).filter((rel) => statSync(join(cache, rel), { throwIfNoEntry: false })?.size === 16_000);
     const deadline = Date.now() + 30_000;
-    while (complete().length < 5 && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 10));
+    while (complete().length < 5 && Date.now() < deadline && child.exitCode === null) await sleep(10);
     child.kill('SIGKILL');
     const killed = await done;
     const landed = complete().length;

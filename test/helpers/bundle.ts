@@ -9,11 +9,13 @@ import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
 
-/** The Lambda bundle and the command bundle `node bin/bundle.mjs` writes. */
+/** The Lambda bundle and the command bundle `node scripts/bundle.mjs` writes. */
 export const BUILT = [join(ROOT, 'dist', 'lambda', 'index.js'), join(ROOT, 'dist', 'cli', 'cli.js')];
 
 /** Folders and files whose change changes a bundle. */
-const SOURCES = ['lambda', 'bin', join('infra', 'bundling.json'), 'package.json', 'package-lock.json'].map((p) => join(ROOT, p));
+const SOURCES = ['lambda', 'bin', join('scripts', 'bundle.mjs'), join('infra', 'bundling.json'), 'package.json', 'package-lock.json'].map(
+  (p) => join(ROOT, p),
+);
 
 function newest(path: string): number {
   const info = statSync(path, { throwIfNoEntry: false });
@@ -30,9 +32,9 @@ export function bundlesAreStale(): boolean {
   return BUILT.some((file) => (statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? -1) < sources);
 }
 
-/** Runs `node bin/bundle.mjs` when a bundle is missing or older than the sources; true when it built. */
+/** Runs `node scripts/bundle.mjs` when a bundle is missing or older than the sources; true when it built. */
 export function rebuildIfStale(): boolean {
   if (!bundlesAreStale()) return false;
-  execFileSync(process.execPath, [join(ROOT, 'bin', 'bundle.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, stdio: 'inherit' });
   return true;
 }

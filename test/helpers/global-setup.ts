@@ -1,5 +1,5 @@
 import { rebuildIfStale } from './bundle';
-import { startMoto } from './moto';
+import { startMoto } from '../../support/moto';
 import { useRunTempDir } from './temp';
 
 /**

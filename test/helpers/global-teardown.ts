@@ -1,4 +1,4 @@
-import type { MotoServer } from './moto';
+import type { MotoServer } from '../../support/moto';
 import { removeRunTempDir } from './temp';
 
 /** Stops the moto server the global setup started, then checks the tests left no temporary files. */

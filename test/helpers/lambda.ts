@@ -14,7 +14,7 @@ import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClie
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
 import type { S3Store } from '../../lambda/lib/internal';
 import { rebuildIfStale } from './bundle';
-import { notifyQueue } from './notifications';
+import { notifyQueue } from '../../support/notifications';
 import { type LoopbackProxy, startLoopbackProxy } from './proxy';
 import { T0 } from './factories';
 import { testEndpoint, testStore } from './s3';

@@ -68,7 +68,7 @@ describe('DatastoreIndexer function', () => {
 });
 
 describe('Lambda bundle options', () => {
-  test('come from infra/bundling.json, the file bin/bundle.mjs reads', () => {
+  test('come from infra/bundling.json, the file scripts/bundle.mjs reads', () => {
     expect(LAMBDA_BUNDLE).toEqual(shared);
   });
 

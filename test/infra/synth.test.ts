@@ -57,7 +57,7 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
   let bundledAfter: Buffer;
 
   const bundle = (): Buffer => {
-    const r = spawnSync(process.execPath, ['bin/bundle.mjs'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['scripts/bundle.mjs'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`npm run bundle failed: ${r.stderr}`);
     return readFileSync(path.join(PROJECT_ROOT, LAMBDA_BUNDLE.outfile));
   };

@@ -1,16 +1,17 @@
 /**
- * The bundle fed by the emulated SQS event source (test/helpers/event-source.ts), from the notifications
+ * The bundle fed by the emulated SQS event source (support/event-source.ts), from the notifications
  * moto sends: batches, concurrency, partial batch failures back on the queue after the visibility
  * timeout, and the dead-letter queue after maxReceiveCount receives.
  */
 import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { LOCK_KEY } from '../../lambda/lib/internal';
-import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../helpers/event-source';
+import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../../support/event-source';
 import { lockBody } from '../helpers/factories';
 import { ensureBundle, handlerEnv, testSqs } from '../helpers/lambda';
 import { deleteObject, putObject, testStore } from '../helpers/s3';
 import { expectedFromListing, indexOf, indexedRoot } from './support';
+import { sleep } from '../../support/sleep';
 
 const sqs = testSqs();
 beforeAll(() => ensureBundle());
@@ -107,7 +108,7 @@ describe('the emulated SQS event source', () => {
 
     await putObject(fx.store, 'lk/files/late.txt', 'late');
     const deadline = Date.now() + 30_000;
-    while (!source.invocations.some((i) => i.failed > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while (!source.invocations.some((i) => i.failed > 0) && Date.now() < deadline) await sleep(200);
     expect(source.invocations.some((i) => i.failed > 0)).toBe(true);
     expect((await indexOf(fx.store, { root })).map((e) => e.key)).not.toContain('files/late.txt');
 

@@ -33,8 +33,7 @@ import {
   summarize,
   testStore,
 } from '../helpers/s3';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+import { sleep } from '../../support/sleep';
 
 /** Data a client pushed: a few models over several partitions. */
 const CLIENT_OBJECTS: Record<string, string> = {

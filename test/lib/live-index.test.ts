@@ -6,6 +6,7 @@ import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { CredentialsError, INDEX_KEY, S3Store, S3UnavailableError, SHARD_META_KEY, readLiveIndex } from '../../lambda/lib/internal';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { faultyClient, putIndex, putObject, putShardLayout, testClient, connectStore, testStore } from '../helpers/s3';
+import { sleep } from '../../support/sleep';
 
 type Handler = { handle(request: unknown, options?: { abortSignal?: AbortSignal }): Promise<{ response: unknown }>; destroy?(): void };
 
@@ -58,7 +59,7 @@ async function withoutUnhandledRejections<T>(run: () => Promise<T>): Promise<T> 
   const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
   process.on('unhandledRejection', onUnhandled);
   try {
-    const result = await run().finally(() => new Promise((resolve) => setTimeout(resolve, 50)));
+    const result = await run().finally(() => sleep(50));
     expect(unhandled).toEqual([]);
     return result;
   } finally {

@@ -1,6 +1,7 @@
 /** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
 import { DatastoreLock, LockBusyError, type LockBody, S3Store, healRoot, withLock } from '../../lambda/lib/internal';
 import { lockBody } from '../helpers/factories';
+import { signal } from '../helpers/signal';
 import {
   connectStore,
   faultyClient,
@@ -14,15 +15,7 @@ import {
   testStore,
   trackRequests,
 } from '../helpers/s3';
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A promise and the function that resolves it: events order the test, not sleeps. */
-function signal(): { promise: Promise<void>; fire: () => void } {
-  let fire!: () => void;
-  const promise = new Promise<void>((resolve) => (fire = resolve));
-  return { promise, fire };
-}
+import { sleep } from '../../support/sleep';
 
 /** Polls `condition` every 50 ms until it holds; fails the test after `timeoutMs`. */
 async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {

@@ -15,6 +15,7 @@ import {
   sequentialLister,
 } from '../../lambda/lib/internal';
 import { connectStore, putObjects, readIndex, summarize, testStore } from '../helpers/s3';
+import { sleep } from '../../support/sleep';
 
 // ---------------------------------------------------------------------------------------------
 // An in-memory store that lists as S3 does (code point order, Prefix, Delimiter, StartAfter, MaxKeys)
@@ -57,7 +58,7 @@ function memoryStore(keys: Iterable<string>, options: { failAfter?: number; late
       const depth = answered + 1;
       counts.depth = Math.max(counts.depth, depth);
       // Answers arrive in any order, as they do from a real endpoint.
-      await new Promise((resolve) => setTimeout(resolve, options.latencyMs ?? latency() * 2));
+      await sleep(options.latencyMs ?? latency() * 2);
       answered = Math.max(answered, depth);
       const objects: ListPage['objects'] = [];
       const prefixes: string[] = [];
@@ -247,7 +248,7 @@ describe('parallelLister against an in-memory S3', () => {
       break;
     }
     const made = memory.counts.lists + memory.counts.probes;
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sleep(20);
     expect(memory.counts.lists + memory.counts.probes).toBe(made);
     expect(made).toBeLessThan(40);
   });

@@ -14,6 +14,7 @@ import {
   withLock,
 } from '../../lambda/lib/internal';
 import { indexEntry } from '../helpers/factories';
+import { signal } from '../helpers/signal';
 import {
   connectStore,
   putIndex,
@@ -26,9 +27,11 @@ import {
   trackRequests,
 } from '../helpers/s3';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** A store that notes the index reads sent, and which of them went out before its lock write was answered. */
+/**
+ * A store that notes the index reads sent, and which of them went out before its lock write (or the lock's
+ * delete) was answered. Each read is noted when it is sent and each answer when it arrives, so the notes
+ * say in which order the library did them, whatever the latency: no delay is needed.
+ */
 class WatchingStore extends S3Store {
   readonly indexReads: { ifNoneMatch?: string; beforeLockTaken: boolean; beforeLockReleased: boolean }[] = [];
   private lockTaken = false;
@@ -44,8 +47,6 @@ class WatchingStore extends S3Store {
 
   override async put(...args: Parameters<S3Store['put']>): ReturnType<S3Store['put']> {
     if (args[0] !== this.lockKey) return super.put(...args);
-    // A slow lock write, so a read made after it was answered cannot pass for one made alongside.
-    await sleep(150);
     const result = await super.put(...args);
     this.lockTaken = true;
     return result;
@@ -53,7 +54,6 @@ class WatchingStore extends S3Store {
 
   override async delete(...args: Parameters<S3Store['delete']>): ReturnType<S3Store['delete']> {
     if (args[0] !== this.lockKey) return super.delete(...args);
-    await sleep(150);
     const result = await super.delete(...args);
     this.lockReleased = true;
     return result;
@@ -181,17 +181,17 @@ describe('publishIndex round trips', () => {
     await putIndex(store, 'p/.datastore-index.json', [indexEntry('data/old')]);
     const watching = new WatchingStore(store.bucket, 'p/.datastore-index.json', 'p/.datastore.lock');
     const planner = adding('data/a');
-    // A client holds the lock and pushes while the publish waits for it.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    // A client holds the lock, and pushes and lets go once the publish has found it held and waited.
+    const holderIn = signal();
+    const publishWaited = signal();
     const client = withLock(holder, 'p/.datastore.lock', { holder: 'swamp-cli' }, async () => {
-      await held;
+      holderIn.fire();
+      await publishWaited.promise;
       await putIndex(holder, 'p/.datastore-index.json', [indexEntry('data/old'), indexEntry('data/client')]);
     });
-    await sleep(50);
-    setTimeout(release, 300);
+    await holderIn.promise;
 
-    const outcome = await publishIndex(watching, scope, planner.plan, { convergeRounds: 0 });
+    const outcome = await publishIndex(watching, scope, planner.plan, { convergeRounds: 0, lock: { onWait: publishWaited.fire } });
     await client;
 
     expect(outcome).toMatchObject({ writes: 1, conflicts: 0 });

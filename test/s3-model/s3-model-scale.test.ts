@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startS3Model, type S3Model } from '../../bench/s3-model/server';
+import { startS3Model, type S3Model } from '../../support/s3-model/server';
 
 const LATENCY_MS = 30;
 const SEEDED = 100_000;
@@ -70,7 +70,7 @@ async function listAllRaw(endpoint: string, bucket: string, prefix = ''): Promis
 /** Starts the CLI as its own process, so its CPU does not compete with the client's in this one. */
 async function startCli(args: string[]): Promise<{ child: ChildProcess; endpoint: string; stderr: () => string }> {
   const tsx = join(__dirname, '..', '..', 'node_modules', '.bin', 'tsx');
-  const cli = join(__dirname, '..', '..', 'bench', 's3-model', 'cli.ts');
+  const cli = join(__dirname, '..', '..', 'support', 's3-model', 'cli.ts');
   // tsx keeps a folder in the temporary directory: give it one this file removes.
   const tmp = mkdtempSync(join(tmpdir(), 'indexer-model-cli-'));
   childTemps.push(tmp);

@@ -1,6 +1,6 @@
 /**
  * Runs the S3 model until killed:
- *   npx tsx bench/s3-model/cli.ts --port 0 --latency-ms 30 --seed 100000 --bucket bench
+ *   npx tsx support/s3-model/cli.ts --port 0 --latency-ms 30 --seed 100000 --bucket bench
  * The first line on stdout is the endpoint, printed once seeding is done, so
  * a caller may start its requests as soon as it reads that line. Everything
  * else goes to stderr; on SIGINT/SIGTERM the request counts are printed there.

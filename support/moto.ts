@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { sleep } from './sleep';
 
 /** A moto_server process bound to loopback on a free port. */
 export interface MotoServer {
@@ -49,7 +50,7 @@ export async function startMoto(timeoutMs = 30_000): Promise<MotoServer> {
     } catch {
       // not listening yet
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
   if (Date.now() >= deadline) {
     child.kill('SIGKILL');

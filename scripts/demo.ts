@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { type DatastoreRoot, INDEX_KEY, type IndexScope, S3Store, mapLimit, readLiveIndex, scopeBase } from '../lambda/lib/internal';
-import { type MotoServer, startMoto } from '../test/helpers/moto';
+import { type MotoServer, startMoto } from '../support/moto';
 import { lambdaStep } from './demo-lambda';
 
 const ROOT = join(__dirname, '..');
@@ -108,7 +108,7 @@ const kb = (bytes: number): string => `${(bytes / 1000).toFixed(1)} kB`;
 const build: Step = {
   title: 'Build the command (npm run bundle)',
   async run() {
-    const out = spawnSync(process.execPath, [join(ROOT, 'bin', 'bundle.mjs')], { cwd: ROOT, encoding: 'utf8' });
+    const out = spawnSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, encoding: 'utf8' });
     if (out.status !== 0) throw new Error(`the bundle failed: ${out.stderr || out.error?.message}`);
     return [`dist/cli/cli.js (${(statSync(CLI).size / 1e6).toFixed(1)} MB)`];
   },

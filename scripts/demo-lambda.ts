@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { type DatastoreRoot, INDEX_KEY, type S3Store, readLiveIndex, scopeBase } from '../lambda/lib/internal';
-import { notifyQueue } from '../test/helpers/notifications';
+import { notifyQueue } from '../support/notifications';
 
 /** What this step needs of the demo's shared state. */
 interface LambdaDemoState {

@@ -19,7 +19,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { startS3Model, type S3Model } from '../../bench/s3-model/server';
+import { startS3Model, type S3Model } from '../../support/s3-model/server';
 
 const credentials = {
   accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'testing',

@@ -4,12 +4,12 @@
  * moto cannot judge (checksum checks, unsupported operations).
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { decodeAwsChunked } from '../../bench/s3-model/chunked';
-import { S3Error } from '../../bench/s3-model/errors';
-import { seedBucket } from '../../bench/s3-model/seed';
-import { startS3Model, type S3Model } from '../../bench/s3-model/server';
-import { Bucket, StoredObject, compareKeys, type ResumePoint } from '../../bench/s3-model/store';
-import { escapeXml, urlEncodeKey } from '../../bench/s3-model/xml';
+import { decodeAwsChunked } from '../../support/s3-model/chunked';
+import { S3Error } from '../../support/s3-model/errors';
+import { seedBucket } from '../../support/s3-model/seed';
+import { startS3Model, type S3Model } from '../../support/s3-model/server';
+import { Bucket, StoredObject, compareKeys, type ResumePoint } from '../../support/s3-model/store';
+import { escapeXml, urlEncodeKey } from '../../support/s3-model/xml';
 
 const obj = (size = 1): StoredObject => new StoredObject(size, '"e"', 0, 'application/octet-stream', null, null, null);
 

@@ -29,9 +29,10 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { sleep } from './sleep';
 
 /** The artifact the CDK stack deploys. */
-export const LAMBDA_BUNDLE = join(__dirname, '..', '..', 'dist', 'lambda', 'index.js');
+export const LAMBDA_BUNDLE = join(__dirname, '..', 'dist', 'lambda', 'index.js');
 
 /** Receives in flight at once while a batch fills. */
 const POLLERS = 5;
@@ -94,8 +95,6 @@ export function sqsRecordFromMessage(message: Message, queueArn: string): SQSRec
     awsRegion: process.env.AWS_REGION ?? 'us-east-1',
   };
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Starts `maxConcurrency` pollers on the queue; see the module comment for the semantics. */
 export function startEventSource(options: EventSourceOptions): EventSource {

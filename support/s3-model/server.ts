@@ -13,6 +13,7 @@ import { S3_OPERATIONS, operationOf, parseTarget, type RequestCounts } from './r
 import { seedBucket, type SeedOptions, type SeedResult } from './seed';
 import { Store, type StoredObject } from './store';
 import { errorXml } from './xml';
+import { sleep } from '../sleep';
 
 export { S3_OPERATIONS, type RequestCounts, type S3Operation } from './routing';
 export type { SeedLayout, SeedOptions, SeedResult } from './seed';
@@ -90,7 +91,7 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       const body = await readBody(req);
       // Every request waits the same fixed time, concurrently with all others:
       // a timer, never a queue, so N parallel requests take one latency, not N.
-      if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
+      if (latencyMs > 0) await sleep(latencyMs);
       answer = handlers.handle(op, { method, bucket, key, query, headers: req.headers, body });
       if (options.onWrite && key !== null && answer.status < 300 && (op === 'PutObject' || op === 'DeleteObject')) {
         options.onWrite({ op, bucket, key, timeMs: Date.now(), object: op === 'PutObject' ? store.bucket(bucket)?.get(key) : undefined });
