@@ -7,7 +7,7 @@ import shared from '../bundling.json';
 /**
  * The Lambda bundle's esbuild options, as written in `infra/bundling.json`.
  *
- * `bin/bundle.mjs` (plain ESM, run by node) reads the same file, so `npm run bundle` and the
+ * `scripts/bundle.mjs` (plain ESM, run by node) reads the same file, so `npm run bundle` and the
  * `NodejsFunction` asset come out of one definition and stay byte-identical.
  */
 export interface LambdaBundleOptions {
@@ -60,7 +60,7 @@ function parse(raw: unknown): LambdaBundleOptions {
     if (typeof o[k] !== 'boolean') throw new Error(`${where}: "${k}" must be true or false`);
     return o[k] as boolean;
   };
-  // CDK names an ESM bundle index.mjs while bin/bundle.mjs writes index.js: only CJS keeps them equal.
+  // CDK names an ESM bundle index.mjs while scripts/bundle.mjs writes index.js: only CJS keeps them equal.
   if (o.format !== 'cjs') throw new Error(`${where}: "format" must be "cjs"`);
   if (o.platform !== 'node') throw new Error(`${where}: "platform" must be "node"`);
   if (!Array.isArray(o.external) || !o.external.every((e) => typeof e === 'string')) {
