@@ -167,6 +167,8 @@ export interface HealedIndexJson {
   readonly pending: string | null;
   /** Why the scope was left as it is. */
   readonly held: string | null;
+  /** Partitions whose dual-write mirror file differed from the monolith. */
+  readonly staleMirrors: string[];
   readonly mirrorFailures: number;
   readonly objects: number;
   /** Entries of the index as it stands after the run. */
@@ -192,6 +194,8 @@ export interface CheckedIndexJson {
   readonly refused: number;
   readonly pending: string | null;
   readonly held: string | null;
+  /** Partitions whose dual-write mirror file differs from the monolith. */
+  readonly staleMirrors: string[];
   /** Up to `--keys` keys of each kind. */
   readonly keys: { missing: string[]; stale: string[]; resized: ResizedEntry[]; refused: string[] };
 }
@@ -214,6 +218,7 @@ export function healedIndexJson(scope: ScopeReport): HealedIndexJson {
     refused: scope.refused,
     pending: scope.pending ?? null,
     held: scope.held ?? null,
+    staleMirrors: scope.staleMirrors,
     mirrorFailures: scope.mirrorFailures,
     objects: scope.objects,
     entries: scope.entries,
@@ -238,6 +243,7 @@ export function checkedIndexJson(scope: ScopeReport, maxKeys: number): CheckedIn
     refused: scope.refused,
     pending: scope.pending ?? null,
     held: scope.held ?? null,
+    staleMirrors: scope.staleMirrors,
     keys: {
       missing: scope.driftKeys.missing.slice(0, maxKeys),
       stale: scope.driftKeys.stale.slice(0, maxKeys),

@@ -42,6 +42,8 @@ export const Metric = {
   RepairsIncomplete: 'RepairsIncomplete',
   /** Namespaces met whose index was not written: not in the construct's `namespaces` prop. */
   NamespacesUnlisted: 'NamespacesUnlisted',
+  /** Dual-write mirror partition files found to differ from the monolith (refreshed when the index was published). */
+  StaleMirrors: 'StaleMirrors',
 } as const;
 
 export type MetricName = (typeof Metric)[keyof typeof Metric];
@@ -110,6 +112,7 @@ export function addDelta(summary: RootSummary, report: DeltaReport): RootSummary
   count(Metric.EntriesResized, report.resized);
   count(Metric.IndexWrites, report.writes);
   count(Metric.PublishConflicts, report.conflicts);
+  count(Metric.StaleMirrors, report.staleMirrors.length);
   if (report.status === 'applied') metrics.addMetric(Metric.IndexEntries, MetricUnit.Count, report.entries);
   return {
     ...summary,
@@ -136,6 +139,7 @@ export function addDelta(summary: RootSummary, report: DeltaReport): RootSummary
         unshardable: report.unshardable,
         refused: report.refused,
         refusedKeys: report.refusedKeys.slice(0, 20),
+        staleMirrors: report.staleMirrors.length,
         entries: report.entries,
         writes: report.writes,
       },
@@ -152,6 +156,7 @@ export function addHeal(summary: RootSummary, report: HealReport, mode: 'check' 
     if (scope.published) count(Metric.DriftRepaired, drift);
     count(Metric.IndexWrites, scope.published ? 1 : 0);
     count(Metric.PublishConflicts, scope.conflicts);
+    count(Metric.StaleMirrors, scope.staleMirrors.length);
     metrics.addMetric(Metric.IndexEntries, MetricUnit.Count, scope.entries);
     const applied = mode === 'repair' && scope.published;
     next = {
@@ -177,6 +182,7 @@ export function addHeal(summary: RootSummary, report: HealReport, mode: 'check' 
           refusedKeys: scope.refusedKeys.slice(0, 20),
           pending: scope.pending,
           held: scope.held,
+          staleMirrors: scope.staleMirrors.length,
           mirrorFailures: scope.mirrorFailures,
           entries: scope.entries,
           published: scope.published,

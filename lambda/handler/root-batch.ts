@@ -177,6 +177,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       lock: lockOptions(config.lockWaitMs),
       // With re-checks on, the delayed re-check is what converges; without them, re-read right after the write.
       convergeRounds: queue ? 0 : 2,
+      mirrorKeys: [...changes.keys(), ...entry.recheckKeys],
     });
     progress.summary = addDelta(progress.summary, report);
     if (report.status === 'no-index') {

@@ -21,6 +21,12 @@ export interface ResolvedChanges {
 /** Changes decided against the index as read (e.g. only the keys a re-check doubts); called once per read. */
 export type ChangesFor = (index: DatastoreIndex) => Promise<ResolvedChanges>;
 
+/** How to apply a delta. */
+export interface DeltaOptions extends PublishOptions {
+  /** Keys whose partitions' dual-write mirror files are checked and refreshed. @default the keys of `changes`, when a map */
+  readonly mirrorKeys?: Iterable<string>;
+}
+
 /** What a delta's plan found in one read of the index. */
 interface DeltaFacts {
   /** The index was absent or unreadable (or held), so nothing was planned. */
@@ -58,6 +64,8 @@ export interface DeltaReport {
   readonly entries: number;
   /** What S3 said of the keys a re-check asked about, for the plan that counts (see `ResolvedChanges`). */
   readonly observed: ReadonlyMap<string, ObjectChange>;
+  /** Partitions whose dual-write mirror file differed from the monolith when first read (refreshed when published). */
+  readonly staleMirrors: string[];
   /** Keys whose entry S3 contradicted, for the plan that counts. */
   readonly contradicted: ReadonlySet<string>;
   readonly published: boolean;
@@ -83,9 +91,12 @@ export async function applyDelta(
   store: S3Store,
   scope: IndexScope,
   changes: ReadonlyMap<string, ObjectChange> | ChangesFor,
-  options: PublishOptions = {},
+  options: DeltaOptions = {},
 ): Promise<DeltaReport> {
   const started = Date.now();
+  // The mirror files of the partitions the delta touches are held against the monolith, even when it already holds the delta.
+  const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), ...publish } = options;
+  const mirrors = new Set([...mirrorKeys].map(partitionOf).filter((p): p is string => p !== undefined));
   const given = typeof changes === 'function' ? undefined : changes;
   const resolve: ChangesFor = typeof changes === 'function' ? changes : async () => ({ changes });
   const plan = async (live: LiveIndex): Promise<Plan<DeltaFacts>> => {
@@ -116,7 +127,7 @@ export async function applyDelta(
     return { index: applied.index, facts };
   };
 
-  const outcome = await publishIndex(store, scope, plan, options);
+  const outcome = await publishIndex(store, scope, plan, { ...publish, mirrors });
   const last = outcome.plans[outcome.plans.length - 1];
   // Counts of the write that stands (a re-check round may have re-applied what a push erased), else of the last plan that applied.
   const counted = outcome.writtenFacts ?? [...outcome.plans].reverse().find((f) => f.applied) ?? last;
@@ -136,6 +147,7 @@ export async function applyDelta(
     refused: counted.refusedKeys.length,
     refusedKeys: [...counted.refusedKeys],
     entries: outcome.index?.entries.size ?? counted.applied?.index.entries.size ?? 0,
+    staleMirrors: [...(outcome.before.mirror?.stale ?? [])].sort(),
     observed: counted.resolved?.observed ?? new Map(),
     contradicted: counted.resolved?.contradicted ?? new Set(),
     published: outcome.published,

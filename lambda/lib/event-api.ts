@@ -9,4 +9,4 @@
 export { type ChangePlacement, type NotificationMessage, parseNotification, placeChange } from './notifications';
 export { type ObjectChange, decodeEventKey, latestChanges } from './events';
 export { type ScopedKey, NamespaceResolver } from './namespaces';
-export { type ChangesFor, type DeltaReport, type ResolvedChanges, applyDelta, recheckChanges } from './delta';
+export { type ChangesFor, type DeltaOptions, type DeltaReport, type ResolvedChanges, applyDelta, recheckChanges } from './delta';

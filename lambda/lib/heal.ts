@@ -62,6 +62,8 @@ export interface ScopeReport {
   readonly pending?: string;
   /** Why the scope was left as it is (a manifest that does not parse and does not say its layout); the heal could not be made. */
   readonly held?: string;
+  /** Partitions whose dual-write mirror file differed from the monolith (a scoped pull would have missed or 404ed on entries), sorted. */
+  readonly staleMirrors: string[];
   /** Mirror partition files (dual-write) that could not be refreshed. */
   readonly mirrorFailures: number;
   /** Entries in the index after the heal, as last read when another writer healed it first (for `check`, what it would have). */
@@ -182,7 +184,8 @@ function healPlanner(
     const resized = sizeConfirmed.size ? raw.resized.filter((r) => !sizeConfirmed.has(r.key)) : raw.resized;
     const drift: Drift = { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
     const facts = { drift, unshardable, refusedStale };
-    if (live.state === 'valid' && isClean(drift) && !live.pending) return { facts };
+    // Entries true: nothing to write, or the same index again to finish the layout (the monolith is not rewritten).
+    if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? live.index : undefined, facts };
     return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
   };
 }
@@ -203,10 +206,13 @@ export async function healScope(
   const refusedListed = [...listing.keys()].filter(isRefusedKey);
   const indexable = refusedListed.length === 0 ? listing : new Map([...listing].filter(([key]) => !isRefusedKey(key)));
   const plan = healPlanner(store, scope, indexable, listingStartedAt, options);
-  const readAlready = shardPartitions?.length ? undefined : read;
+  // Read early without the mirror: a dual-write scope is read again with it.
+  const readAlready = shardPartitions?.length
+    ? undefined
+    : read?.then((live) => (live.layout === 'dual-write' ? readLiveIndex(store, scope, { mirrors: 'all' }) : live));
   const name = describeScope(scope);
   if (options.mode === 'check') {
-    const live = await (readAlready ?? readLiveIndex(store, scope, shardPartitions));
+    const live = await (readAlready ?? readLiveIndex(store, scope, { shardPartitions, mirrors: 'all' }));
     const { index, facts } = await plan(live);
     const entries = index ? index.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
     return report(scope, live, [facts], refusedListed, indexable.size, entries, undefined, Date.now() - started);
@@ -215,6 +221,7 @@ export async function healScope(
     ...options.publish,
     before: readAlready,
     shardPartitions,
+    mirrors: 'all',
     onEvent: (event) => {
       options.onEvent?.(name, event);
       options.publish?.onEvent?.(event);
@@ -252,6 +259,7 @@ function report(
     refusedKeys: [...refusedKeys].sort(),
     pending: live.pending,
     held: live.hold,
+    staleMirrors: [...(live.mirror?.stale ?? [])].sort(),
     mirrorFailures: outcome?.mirrorFailures ?? 0,
     entries,
     published: outcome?.published ?? false,

@@ -3,6 +3,7 @@ import { sleep } from './concurrency';
 import { ConditionalWritesUnsupportedError, PublishConflictError } from './errors';
 import type { DatastoreIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
+import type { MirrorCheck } from './layouts/mirror-check';
 import type { KnownIndex, LiveIndex, UnreadablePart } from './layouts/types';
 import { writeIndex } from './layouts/write';
 import { type LockOptions, type DatastoreLock, withLock } from './lock';
@@ -40,6 +41,8 @@ export interface PublishOptions {
   readonly shardPartitions?: readonly string[];
   /** The live index as read already (e.g. while the scope was listed): the first read, not sent again. */
   readonly before?: Promise<LiveIndex>;
+  /** Mirror files of a dual-write scope each read holds against the monolith; stale ones are refreshed. */
+  readonly mirrors?: MirrorCheck;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -142,7 +145,8 @@ class Publication<F> {
   }
 
   read(known?: KnownIndex): Promise<LiveIndex> {
-    return readLiveIndex(this.store, this.scope, this.options.shardPartitions, known);
+    const { shardPartitions, mirrors } = this.options;
+    return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known });
   }
 
   /** A read sent now and used later; a failure surfaces only where it is awaited. */

@@ -208,7 +208,7 @@ async function confirmEarlier(
   for (const [ns, objects] of listing.scopes) {
     const scope: IndexScope = namespace ? { root, namespace } : ns ? { root, namespace: ns } : { root };
     const prefix = base + (namespace || !ns ? '' : `${ns}/`);
-    const live = await readLiveIndex(store, scope, listing.shardPartitions.get(ns));
+    const live = await readLiveIndex(store, scope, { shardPartitions: listing.shardPartitions.get(ns) });
     const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const doubtful = [...objects.values()].filter((o) => earlierKeys.has(prefix + o.key) && entries.get(o.key)?.size !== o.size);
     await mapLimit(doubtful, concurrency, async (object: ListedObject) => {

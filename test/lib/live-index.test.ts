@@ -103,7 +103,11 @@ describe('readLiveIndex', () => {
     await putShardLayout(store, 's/', [indexEntry('logs/a.log', { size: 3 })]);
     await putObject(store, `s/${INDEX_KEY}`, JSON.stringify({ version: 1, entries: {} }));
 
-    const live = await readLiveIndex(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 's' } }, ['logs']);
+    const live = await readLiveIndex(
+      connectStore(store.bucket),
+      { root: { bucket: store.bucket, prefix: 's' } },
+      { shardPartitions: ['logs'] },
+    );
 
     expect(live).toMatchObject({ state: 'valid', layout: 'monolith', mirror: { files: new Set(['logs']) } });
     expect(live.state === 'valid' && live.index.entries.size).toBe(0);

@@ -6,7 +6,7 @@ import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../index-f
 import { partitionOf } from '../keys';
 import { indexKeyOf, manifestKeyOf, partitionKeyOf, publishRecordKey } from '../names';
 import { mapLimit } from '../concurrency';
-import type { S3Store, StoredObject } from '../s3';
+import type { S3Store, StoredObject, WriteCondition } from '../s3';
 import type { IndexScope } from '../scope';
 import type { MirrorMeta } from './manifest';
 import { type SpeculativeRead, conditionFor } from './objects';
@@ -51,6 +51,8 @@ export async function withUnfinishedMirror(
 /**
  * Writes the monolith conditioned on the version read and then, beside it, the partition files of every
  * partition that changed (plus the version-1 manifest of a dual-write scope), as a client's push does.
+ * A monolith whose entries are already true (`next` is the index read) is not written again: only the
+ * mirror files left unfinished or found stale are.
  */
 export async function writeMonolith(
   store: S3Store,
@@ -67,13 +69,17 @@ export async function writeMonolith(
   const recordKey = publishRecordKey(scope);
   // Recorded before the monolith: a run that stops before its partition files leaves it, and the next run refreshes them.
   if (targets.length > 0) await store.put(recordKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
-  const result = await store.put(indexKeyOf(scope), serializeIndex(next), conditional ? conditionFor(etag) : undefined);
-  if (result.status === 'conflict') return { status: 'conflict', key: indexKeyOf(scope) };
-  if (result.etag) hooks.onMonolithWritten?.(result.etag);
+  const monolithTrue = live.state === 'valid' && next === live.index && !live.badManifest;
+  if (!monolithTrue) {
+    const result = await store.put(indexKeyOf(scope), serializeIndex(next), conditional ? conditionFor(etag) : undefined);
+    if (result.status === 'conflict') return { status: 'conflict', key: indexKeyOf(scope) };
+    if (result.etag) hooks.onMonolithWritten?.(result.etag);
+  }
   if (live.mirror) {
-    const whole = await writeMirror(store, scope, live, grouped, targets, hooks);
+    const mirror = await writeMirror(store, scope, live, grouped, targets, conditional, hooks);
+    if (mirror.conflict) return { status: 'conflict', key: mirror.conflict };
     // A mirror write that failed keeps the record, so the next run tries those partitions again.
-    if (whole && (targets.length > 0 || live.mirror.unfinished)) await store.delete(recordKey).catch(() => undefined);
+    if (mirror.whole && (targets.length > 0 || live.mirror.unfinished)) await store.delete(recordKey).catch(() => undefined);
   }
   return { status: 'written' };
 }
@@ -96,9 +102,11 @@ function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIn
 
 /**
  * Refreshes the partition files beside a monolith as a client's push does: each touched partition's file
- * (`{version: 1, entries}`), then for dual-write the version-1 manifest listing every partition. Best effort,
- * as for clients (the monolith is the truth); a failure is reported through `onMirrorFailed`.
- * Beside a plain monolith only partition files that already exist are refreshed, and no manifest is made.
+ * (`{version: 1, entries}`), then for dual-write the version-1 manifest listing every partition. A file read
+ * and checked (see `checkMirror`), and the manifest, are replaced only in the version read: one a client
+ * rewrote since is a conflict, and the publish reads again. Otherwise best effort, as for clients (the
+ * monolith is the truth); a failure is reported through `onMirrorFailed`. Beside a plain monolith only
+ * partition files that already exist are refreshed, and no manifest is made.
  */
 async function writeMirror(
   store: S3Store,
@@ -106,13 +114,16 @@ async function writeMirror(
   live: LiveIndex,
   grouped: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>,
   targets: readonly string[],
+  conditional: boolean,
   hooks: WriteHooks,
-): Promise<boolean> {
+): Promise<{ readonly whole: boolean; readonly conflict?: string }> {
   const dualWrite = live.layout === 'dual-write';
+  const read = live.mirror?.read;
   let whole = true;
-  const attempt = async (key: string, body: string): Promise<void> => {
+  let conflict: string | undefined;
+  const attempt = async (key: string, body: string, condition: WriteCondition | undefined): Promise<void> => {
     try {
-      await store.put(key, body);
+      if ((await store.put(key, body, condition)).status === 'conflict') conflict ??= key;
     } catch (err) {
       whole = false;
       hooks.onMirrorFailed?.({ key, error: (err as Error).message });
@@ -121,20 +132,24 @@ async function writeMirror(
   await mapLimit(targets, 8, (partition) => {
     // A partition emptied by this change keeps a file with no entries rather than a stale one.
     const entries = Object.fromEntries(grouped.get(partition) ?? new Map<string, IndexEntry>());
-    return attempt(partitionKeyOf(scope, partition), JSON.stringify({ version: 1, entries }));
+    const condition = conditional && read?.has(partition) ? conditionFor(read.get(partition)) : undefined;
+    return attempt(partitionKeyOf(scope, partition), JSON.stringify({ version: 1, entries }), condition);
   });
-  if (dualWrite && grouped.size > 0) {
+  if (dualWrite && grouped.size > 0 && !conflict) {
     const meta: MirrorMeta = { version: 1, partitions: [...grouped.keys()].sort() };
-    await attempt(manifestKeyOf(scope), JSON.stringify(meta));
+    const metaEtag = live.mirror?.metaEtag;
+    await attempt(manifestKeyOf(scope), JSON.stringify(meta), conditional && metaEtag ? { ifMatch: metaEtag } : undefined);
   }
-  return whole;
+  return { whole, conflict };
 }
 
-/** The partition files a write beside a monolith refreshes: those its change touched, and those an earlier publish left unfinished. */
+/** The partition files a write beside a monolith refreshes: those its change touched, those an earlier publish left unfinished, and those found stale. */
 function mirrorTargets(live: LiveIndex, next: DatastoreIndex, grouped: ReadonlyMap<string, unknown>): string[] {
   const mirror = live.mirror!;
   const dualWrite = live.layout === 'dual-write';
   const touched = touchedPartitions(live.state === 'valid' && !live.badManifest ? live.index : undefined, next);
   for (const partition of mirror.unfinished ?? []) touched.add(partition);
-  return [...touched].filter((p) => (dualWrite ? grouped.has(p) || mirror.files.has(p) : mirror.files.has(p))).sort();
+  for (const partition of mirror.stale ?? []) touched.add(partition);
+  const exists = (p: string): boolean => mirror.files.has(p) || mirror.read?.get(p) !== undefined;
+  return [...touched].filter((p) => (dualWrite ? grouped.has(p) || exists(p) : exists(p))).sort();
 }

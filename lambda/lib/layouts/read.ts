@@ -6,21 +6,27 @@ import type { S3Store } from '../s3';
 import type { IndexScope } from '../scope';
 import { type ShardMeta, readManifest, salvageManifest } from './manifest';
 import { withUnfinishedMirror } from './mirror';
+import { type MirrorCheck, checkMirror, readMirrorAhead } from './mirror-check';
 import { speculativeGet } from './objects';
 import { readShards } from './shards';
-import { type KnownIndex, type LiveIndex, type LiveLayout, type UnreadablePart, baseIndexOf } from './types';
+import { type KnownIndex, type LiveIndex, type LiveLayout, type MirrorState, type UnreadablePart, baseIndexOf } from './types';
 
-/**
- * Reads a scope's live index in the layout clients would see (see `Layout`). `shardPartitions` are the
- * partition files a listing saw under `<scope>/_index/`: on a shard-first scope the unlisted ones are
- * orphans to adopt; beside a monolith they are mirror files to keep fresh. They never decide the layout.
- */
-export async function readLiveIndex(
-  store: S3Store,
-  scope: IndexScope,
-  shardPartitions?: readonly string[],
-  known?: KnownIndex,
-): Promise<LiveIndex> {
+/** How to read a live index. */
+export interface ReadOptions {
+  /**
+   * The partition files a listing saw under `<scope>/_index/`: on a shard-first scope the unlisted ones are
+   * orphans to adopt; beside a monolith they are mirror files to keep fresh. They never decide the layout.
+   */
+  readonly shardPartitions?: readonly string[];
+  /** The monolith as we wrote it: read back unchanged, it is not downloaded or parsed again. */
+  readonly known?: KnownIndex;
+  /** Mirror files of a dual-write scope to hold against the monolith (see `MirrorState.stale`). */
+  readonly mirrors?: MirrorCheck;
+}
+
+/** Reads a scope's live index in the layout clients would see (see `Layout`). */
+export async function readLiveIndex(store: S3Store, scope: IndexScope, options: ReadOptions = {}): Promise<LiveIndex> {
+  const { shardPartitions, known } = options;
   const key = indexKeyOf(scope);
   const metaKey = manifestKeyOf(scope);
   // Still the version we wrote (same ETag): not downloaded (a conditional read) or at least not parsed again.
@@ -82,7 +88,8 @@ export async function readLiveIndex(
       monolith.drop();
       return await readShards(store, scope, read.meta, metaObject, new Set([...listed].filter((p) => !read.meta.partitions.includes(p))));
     } else if (read?.kind === 'v1') {
-      layout = { layout: 'dual-write', mirror: { meta: read.meta, files: new Set([...read.meta.partitions, ...listed]) } };
+      const files = new Set([...read.meta.partitions, ...listed]);
+      layout = { layout: 'dual-write', mirror: { meta: read.meta, files, metaEtag: metaObject?.etag } };
     } else if (listed.size > 0) {
       layout = { layout: 'monolith', mirror: { files: listed } };
     }
@@ -92,14 +99,26 @@ export async function readLiveIndex(
     throw err;
   }
   if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolith);
+  const checking = layout.layout === 'dual-write' && layout.mirror && !layout.badManifest ? options.mirrors : undefined;
+  const mirrorFiles = checking && layout.mirror ? readMirrorAhead(store, scope, layout.mirror, checking) : undefined;
   const object = await monolith.result;
   if (!object) return { ...layout, state: 'absent' };
-  if (known && (object.notModified || object.etag === known.etag))
-    return { ...layout, state: 'valid', index: known.index, etag: known.etag };
-  const parsed = parseIndex(object.body);
+  const unchanged = known && (object.notModified || object.etag === known.etag);
+  const parsed = unchanged ? { ok: true as const, index: known.index } : parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };
     return { ...layout, state: 'unreadable', ...bad, parts: [bad] };
   }
-  return { ...layout, state: 'valid', index: parsed.index, etag: object.etag };
+  const etag = unchanged ? known.etag : object.etag;
+  if (checking && layout.mirror)
+    layout = withStaleMirror(layout, await checkMirror(store, scope, layout.mirror, parsed.index, checking, mirrorFiles));
+  return { ...layout, state: 'valid', index: parsed.index, etag };
+}
+
+/** The layout with its checked mirror; stale files make it pending, naming their partitions. */
+function withStaleMirror(layout: LiveLayout, mirror: MirrorState): LiveLayout {
+  const stale = [...(mirror.stale ?? [])].sort();
+  if (stale.length === 0) return { ...layout, mirror };
+  const why = `mirror partition files differ from the monolith: ${stale.join(', ')}`;
+  return { ...layout, mirror, pending: layout.pending ? `${layout.pending}; ${why}` : why };
 }

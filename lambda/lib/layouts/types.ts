@@ -33,6 +33,12 @@ export interface MirrorState {
   readonly files: ReadonlySet<string>;
   /** Partitions an earlier publish meant to refresh and may not have (its record was left): refreshed by the next write. */
   readonly unfinished?: ReadonlySet<string>;
+  /** The version-1 manifest's ETag as read. */
+  readonly metaEtag?: string;
+  /** Mirror files read and held against the monolith: the ETag each was read at, undefined when it was absent. */
+  readonly read?: ReadonlyMap<string, string | undefined>;
+  /** Partitions whose mirror file differs from the monolith's entries for them (missing, unparsable or other entries). */
+  readonly stale?: ReadonlySet<string>;
 }
 
 /** One object of an index that could not be parsed, with its bytes so a copy can be kept. */
