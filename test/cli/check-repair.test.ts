@@ -70,6 +70,7 @@ describe('datastore-indexer check and repair', () => {
           refused: 0,
           pending: null,
           held: null,
+          staleMirrors: [],
           keys: {
             missing: [missing[0]],
             stale: [stale[0]],

@@ -75,6 +75,7 @@ describe('datastore-indexer hydrate', () => {
       refused: 0,
       pending: null,
       held: null,
+      staleMirrors: [],
       mirrorFailures: 0,
       objects: 20,
       entries: 20,

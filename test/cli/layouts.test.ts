@@ -1,6 +1,8 @@
 /** `datastore-indexer check` / `repair` on each index layout as clients leave it, and the mistakes that must create nothing. */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { partitionOf } from '../../lambda/lib/internal';
+import { dualWriteRoot, monolithOnlyPush, partitionsOf, swampObjects } from '../helpers/dual-write';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import {
   listKeys,
@@ -10,7 +12,9 @@ import {
   putShardLayout,
   readIndex,
   readJson,
+  readObject,
   snapshotBucket,
+  sortByKey,
   summarize,
   testStore,
 } from '../helpers/s3';
@@ -178,5 +182,59 @@ describe('datastore-indexer creates nothing by mistake', () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe('dual-write mirrors an older client left stale', () => {
+  const PUSHED: Record<string, string> = {
+    'data/aws/ec2/i-1/2/raw': 'model 1, version 2',
+    'data/aws/ec2/i-2/2/raw': 'model 2, version 2',
+    'data/aws/s3/b-1/2/raw': 'bucket 1, version 2',
+    'workflow-runs/wf-1/run-2/log.txt': 'ran again',
+    'workflow-runs/wf-2/run-2/log.txt': 'ran again',
+    'files/notes.txt': 'notes',
+    'logs/run-2.log': 'log two',
+    'data/aws/ec2/i-3/2/raw': 'model 3, version 2',
+  };
+
+  test('check names every stale partition (exit 2); repair refreshes them from the monolith alone, the manifest stays version 1; a second repair publishes nothing', async () => {
+    // GIVEN a dual-write root a current client wrote, then an older client's push of 8 keys (monolith only)
+    const store = await testStore({ bucketPrefix: 'cli-mirror' });
+    const objects = swampObjects(20);
+    await dualWriteRoot(store, 'dw', objects);
+    await monolithOnlyPush(store, 'dw', PUSHED);
+    const stale = partitionsOf(Object.keys(PUSHED));
+    const config = datastoreConfig(store.bucket, 'dw');
+    const monolithBefore = await readObject(store, 'dw/.datastore-index.json');
+
+    // WHEN checked: drift, naming each stale partition, though the monolith's entries are all true
+    const check = await runCli(['check', '--config', config, '--json']);
+    expect(check.code).toBe(2);
+    const checked = JSON.parse(check.stdout).indexes[0];
+    expect(checked).toMatchObject({ layout: 'dual-write', state: 'valid', missing: 0, stale: 0, resized: 0, staleMirrors: stale });
+    expect(checked.pending).toBe(`mirror partition files differ from the monolith: ${stale.join(', ')}`);
+
+    // WHEN repaired
+    const repair = await runCli(['repair', '--config', config]);
+    expect(repair.stderr).toBe('');
+    expect(repair.code).toBe(0);
+
+    // THEN every mirror file equals the monolith for its partition, entries whole; the monolith was not rewritten
+    const monolith = (await readIndex(store, 'dw/.datastore-index.json'))!;
+    expect(await readObject(store, 'dw/.datastore-index.json')).toEqual(monolithBefore);
+    const all = partitionsOf(monolith.entries.keys());
+    for (const partition of all) {
+      const mirror = await readIndex(store, `dw/_index/${partition}.json`);
+      const expected = [...monolith.entries.values()].filter((e) => partitionOf(e.key) === partition);
+      expect(sortByKey([...(mirror?.entries.values() ?? [])])).toEqual(sortByKey(expected));
+    }
+    expect(await readJson(store, 'dw/_index/_meta.json')).toEqual({ version: 1, partitions: all });
+    expect(await listKeys(store, 'dw/_control/')).toEqual([]);
+
+    // AND a second repair publishes nothing, and check finds the root true
+    const again = await runCli(['repair', '--config', config]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/is true .*; nothing published\.\n$/);
+    expect((await runCli(['check', '--config', config])).code).toBe(0);
   });
 });

@@ -3,6 +3,7 @@
  * direct invokes. The layout stays as found and its truth equals the listing; refused keys are never indexed.
  */
 import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishRecordKey } from '../../lambda/lib/internal';
+import { dualWriteRoot, monolithOnlyPush, partitionsOf, swampObjects } from '../helpers/dual-write';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom } from '../helpers/lambda';
 import {
@@ -19,6 +20,7 @@ import {
   readObject,
   readShardSummaries,
   snapshotBucket,
+  sortByKey,
   summarize,
   testStore,
 } from '../helpers/s3';
@@ -153,5 +155,40 @@ describe('the Lambda bundle repairing by direct invoke', () => {
     expect(index.entries.has(bad)).toBe(false);
     expect(partitionOf(bad)).toBe('logs');
     expect(summarize(index)).toEqual(byKey(entriesOf(OBJECTS).map((e) => ({ key: e.key, size: e.size }))));
+  });
+});
+
+describe('the Lambda bundle and a dual-write mirror an older client left stale', () => {
+  test('the events of a push the monolith already holds refresh the stale mirror files of their partitions, and only those', async () => {
+    // GIVEN a dual-write root, and an older client's push that rewrote only the monolith
+    const fx = await notifiedBucket('dws');
+    const { store } = fx;
+    await dualWriteRoot(store, 'swamp', swampObjects(4));
+    await fx.receiveUntil((m) => m.length >= 20);
+    await fx.receive();
+    const pushed = { 'data/aws/ec2/i-1/2/raw': 'model 1, version 2', 'logs/run-2.log': 'log two' };
+    await monolithOnlyPush(store, 'swamp', pushed);
+    const messages = await fx.receiveUntil(
+      (m) => m.some((x) => x.Body?.includes('run-2.log')) && m.some((x) => x.Body?.includes('i-1/2/raw')),
+    );
+    const monolithBefore = await readObject(store, 'swamp/.datastore-index.json');
+    const untouched = await readObject(store, 'swamp/_index/data--aws--s3.json');
+
+    // WHEN the Lambda gets the push's notifications (the monolith already holds both keys)
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'swamp' }));
+    const run = await invoke<BatchResponse>(lambda, sqsEventFrom(messages));
+
+    // THEN the two partitions' mirror files equal the monolith again; the monolith and other mirror files are as they were
+    expect(run.result.batchItemFailures).toEqual([]);
+    const monolith = (await readIndex(store, 'swamp/.datastore-index.json'))!;
+    expect(await readObject(store, 'swamp/.datastore-index.json')).toEqual(monolithBefore);
+    for (const partition of partitionsOf(Object.keys(pushed))) {
+      const mirror = await readIndex(store, `swamp/_index/${partition}.json`);
+      const expected = [...monolith.entries.values()].filter((e) => partitionOf(e.key) === partition);
+      expect(sortByKey([...(mirror?.entries.values() ?? [])])).toEqual(sortByKey(expected));
+    }
+    expect(await readObject(store, 'swamp/_index/data--aws--s3.json')).toEqual(untouched);
+    expect(await readJson<MirrorMeta>(store, 'swamp/_index/_meta.json')).toMatchObject({ version: 1 });
+    expect(run.metric('StaleMirrors').reduce((a, b) => a + b, 0)).toBe(2);
   });
 });

@@ -12,7 +12,8 @@ import {
   partitionOf,
   publishRecordKey,
 } from '../../lambda/lib/internal';
-import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
+import { monolithOnlyPush } from '../helpers/dual-write';
+import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
 import {
   type KeySize,
   connectStore,
@@ -169,6 +170,53 @@ describe('a dual-write root (version-1 manifest, as a current client pushes)', (
     expect((await readIndex(store, 'dd/.datastore-index.json'))!.entries.has('logs/run-2.log')).toBe(true);
     expect([...(await readIndex(store, 'dd/_index/logs.json'))!.entries.keys()].sort()).toEqual(['logs/run-1.log', 'logs/run-2.log']);
     expect((await readJson<MirrorMeta>(store, 'dd/_index/_meta.json'))!.version).toBe(1);
+  });
+});
+
+describe('a dual-write mirror an older client left stale', () => {
+  it('repair refreshes the stale files from the monolith alone; a file a client rewrote meanwhile is read again, not overwritten blindly', async () => {
+    // GIVEN a dual-write root whose logs mirror an older client's push left stale
+    const { store, root, rows } = await dualWriteRoot('dm/');
+    await monolithOnlyPush(store, 'dm', { 'logs/run-2.log': 'log two' });
+    const monolithBefore = await readObject(store, 'dm/.datastore-index.json');
+    // ...and a client that rewrites that mirror file (still stale) just before the indexer's first write of it
+    let rewrites = 0;
+    const racing = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (key === 'dm/_index/logs.json' && rewrites++ === 0)
+          await putObject(
+            store,
+            key,
+            shardJson(
+              entriesOf(rows).filter((e) => e.key.startsWith('logs/')),
+              '2026-06-01T00:00:00.000Z',
+            ),
+          );
+      },
+    });
+
+    // WHEN repaired
+    const report = await healRoot(racing, root, { mode: 'repair' });
+
+    // THEN the conditional write lost, the publish read again and wrote the monolith's entries; the monolith is as it was
+    expect(report.scopes[0]).toMatchObject({ layout: 'dual-write', published: true, staleMirrors: ['logs'], conflicts: 1 });
+    expect(rewrites).toBe(2);
+    const monolith = (await readIndex(store, 'dm/.datastore-index.json'))!;
+    expect(await readObject(store, 'dm/.datastore-index.json')).toEqual(monolithBefore);
+    const mirror = (await readIndex(store, 'dm/_index/logs.json'))!;
+    expect([...mirror.entries.keys()].sort()).toEqual([...monolith.entries.keys()].filter((k) => k.startsWith('logs/')).sort());
+    expect(await readJson<MirrorMeta>(store, 'dm/_index/_meta.json')).toMatchObject({ version: 1 });
+    expect((await healRoot(store, root, { mode: 'check' })).scopes[0]).toMatchObject({ staleMirrors: [], pending: undefined });
+  });
+
+  it('a delta whose change the monolith already holds refreshes the stale mirror of its partition', async () => {
+    const { store, root } = await dualWriteRoot('dd/');
+    await monolithOnlyPush(store, 'dd', { 'files/notes.txt': 'notes' });
+
+    const report = await applyDelta(store, { root }, new Map([['files/notes.txt', objectChange('dd/files/notes.txt', { size: 5 })]]));
+
+    expect(report).toMatchObject({ status: 'applied', added: 0, published: true, staleMirrors: ['files'] });
+    expect([...(await readIndex(store, 'dd/_index/files.json'))!.entries.keys()].sort()).toEqual(['files/notes.txt', 'files/readme.txt']);
   });
 });
 
