@@ -14,7 +14,7 @@
  * bytes it wrote, per 1,000 uploads, re-checks included.
  *
  *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 1] [--max-concurrency 2] [--sqs model|moto]
- *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,shard-first] [--json]
+ *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,dual-write,shard-first] [--json]
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -49,7 +49,7 @@ export interface FreshnessOptions {
   readonly log?: (line: string) => void;
 }
 
-type Layout = 'monolith' | 'shard-first';
+type Layout = 'monolith' | 'dual-write' | 'shard-first';
 
 /** The figures of one burst on one root. */
 export interface FreshnessCell {
@@ -100,6 +100,8 @@ async function indexedRoot(host: Host, client: S3Client, bucket: string, entries
   const store = new S3Store(client, bucket);
   // A shard-first root is one whose manifest says version 2; the heal keeps that layout and fills it.
   if (layout === 'shard-first') await store.put(`root/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
+  // A dual-write root is one whose manifest says version 1; the heal writes its monolith and every mirror file.
+  if (layout === 'dual-write') await store.put(`root/${SHARD_META_KEY}`, JSON.stringify({ version: 1, partitions: [] }));
   const report = await healRoot(store, { bucket, prefix: 'root' }, { mode: 'repair', lister: parallelLister() });
   const scope = report.scopes[0];
   if (scope.layout !== layout) throw new Error(`seeding ${bucket}: expected a ${layout} root, the heal found ${scope.layout}`);
