@@ -10,7 +10,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../lambda/env';
 import { IndexerAlarms } from './alarms';
-import { DEFAULT_ENTRY, FROM_SOURCES, LAMBDA_RUNTIME, nodejsBundling, shippedBundleCode } from './private/bundling';
+import { BUILT_BUNDLE_CONTEXT, DEFAULT_ENTRY, FROM_SOURCES, LAMBDA_RUNTIME, nodejsBundling, shippedBundleCode } from './private/bundling';
 import { deliverS3Notifications, EventBridgeDelivery } from './private/event-delivery';
 import { suppressIndexerFindings, suppressNotificationsHandlerFindings } from './private/nag-suppressions';
 import { kmsAccessStatement, s3AccessStatements } from './private/s3-access';
@@ -119,9 +119,11 @@ export class DatastoreIndexer extends Construct {
       },
     };
     // From sources (a clone, or an `entry` of the app's own) local esbuild bundles the handler; the
-    // installed package has no sources and deploys the bundle it ships, byte for byte.
+    // installed package has no sources and deploys the bundle it ships, byte for byte, as a clone
+    // does when the context asks for the built bundle.
+    const builtBundle = [true, 'true'].includes(this.node.tryGetContext(BUILT_BUNDLE_CONTEXT));
     this.function =
-      props.entry !== undefined || FROM_SOURCES
+      props.entry !== undefined || (FROM_SOURCES && !builtBundle)
         ? new NodejsFunction(this, 'Function', {
             ...options,
             entry: props.entry ?? DEFAULT_ENTRY,

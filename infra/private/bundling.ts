@@ -117,6 +117,14 @@ export function nodejsBundling(options: LambdaBundleOptions = LAMBDA_BUNDLE): Bu
  */
 export const FROM_SOURCES = path.extname(__filename) === '.ts';
 
+/**
+ * Context key (`true`, or `-c datastore-indexer:builtBundle=true`): even from the sources, the function's
+ * code is the built bundle of `npm run bundle`, as the installed package deploys it, instead of a local
+ * esbuild run. Its asset hash then depends on the bundle alone, not on where the cloud assembly is written
+ * (the deploy test's snapshot relies on that).
+ */
+export const BUILT_BUNDLE_CONTEXT = 'datastore-indexer:builtBundle';
+
 /** The folder of the built bundle (`index.js` and its source map), as the package ships it. */
 export const SHIPPED_BUNDLE_DIR = path.join(PROJECT_ROOT, path.dirname(LAMBDA_BUNDLE.outfile));
 

@@ -2,10 +2,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { AssetCode, Tracing } from 'aws-cdk-lib/aws-lambda';
-import { shippedBundleCode } from '../../infra/private/bundling';
-import { indexerStack, logicalIdOf, propsOf } from './helpers';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Bucket } from 'aws-cdk-lib/aws-s3';
+import { DatastoreIndexer } from '../../infra/datastore-indexer';
+import { BUILT_BUNDLE_CONTEXT, shippedBundleCode } from '../../infra/private/bundling';
+import { BUCKET_NAME, indexerStack, logicalIdOf, propsOf, unbundledApp } from './helpers';
 
 describe('DatastoreIndexer overrides', () => {
   test('functionProps are merged over the defaults; the indexer keeps its variables, its unreserved concurrency and memory', () => {
@@ -67,6 +70,18 @@ describe('the shipped bundle as the function code', () => {
     const code = shippedBundleCode(dir);
     expect(code).toBeInstanceOf(AssetCode);
     expect((code as AssetCode).path).toBe(dir);
+  });
+
+  test.each([
+    [true, false],
+    ['true', false], // as `-c datastore-indexer:builtBundle=true` gives it
+    [undefined, true],
+  ])('with the context set to %p, a clone bundles by esbuild: %p', (value, bundledHere) => {
+    // GIVEN: the default entry, from the TypeScript sources
+    const stack = new Stack(unbundledApp({ [BUILT_BUNDLE_CONTEXT]: value }), 'Test');
+    const indexer = new DatastoreIndexer(stack, 'Indexer', { bucket: Bucket.fromBucketName(stack, 'Shared', BUCKET_NAME) });
+    // THEN
+    expect(indexer.function instanceof NodejsFunction).toBe(bundledHere);
   });
 
   test('missing, fails at synth time naming the file and what to do', () => {
