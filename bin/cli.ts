@@ -157,6 +157,7 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
         onListed: (objects) => progress.listed(objects),
         refuseEmpty: !flags.allowEmpty,
       },
+      onCacheWait: (holder) => warn(`waiting for another hydrate of ${cacheDir} (${holder}) to finish`),
       onHealed: () => progress.status('Comparing the cache with the index…'),
       onProgress: (done, total) => progress.update(done, total),
     });
@@ -231,6 +232,8 @@ function seconds(value: string): number {
 }
 
 function folder(value: string): string {
+  // An empty value would be the current folder: an unset shell variable must not hydrate into wherever one stands.
+  if (value.trim() === '') throw new InvalidArgumentError('It is empty; give the path of the cache folder.');
   let info: ReturnType<typeof statSync>;
   try {
     info = statSync(value, { throwIfNoEntry: false });
