@@ -339,8 +339,9 @@ async function main(argv: readonly string[]): Promise<void> {
   // A lock left behind would block every client for its ttl: release ours first, then exit.
   const interrupted = (signal: NodeJS.Signals, code: number) => () => {
     progress.stop();
+    process.stderr.write(`${NAME}: interrupted (${signal}); releasing the datastore lock\n`);
     void releaseHeldLocks().finally(() => {
-      process.stderr.write(`${NAME}: interrupted (${signal}); run the same command again to resume\n`);
+      process.stderr.write(`${NAME}: run the same command again to resume\n`);
       process.exit(code);
     });
   };
