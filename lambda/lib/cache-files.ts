@@ -164,7 +164,8 @@ export function madeDir(dirs: Map<string, Promise<void>>, dir: string): Promise<
           if (err.code !== 'EEXIST') throw err;
           const info = await lstat(dir);
           if (info.isSymbolicLink()) throw new Error(linkRefusal(dir));
-          if (!info.isDirectory()) throw new Error(`${dir} is a file where a folder should be (a key the index no longer holds?); remove it, then run again`);
+          if (!info.isDirectory())
+            throw new Error(`${dir} is a file where a folder should be (a key the index no longer holds?); remove it, then run again`);
         },
       ),
     );

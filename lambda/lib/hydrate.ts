@@ -114,7 +114,13 @@ function fileFolderCollisions(keys: Iterable<string>): Map<string, string> {
   return collisions;
 }
 
-async function fill(store: S3Store, scope: IndexScope, index: DatastoreIndex, options: HydrateOptions, cacheDir: string): Promise<HydrateReport> {
+async function fill(
+  store: S3Store,
+  scope: IndexScope,
+  index: DatastoreIndex,
+  options: HydrateOptions,
+  cacheDir: string,
+): Promise<HydrateReport> {
   // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
   const startedEmpty = await isEmptyFolder(cacheDir);
   const base = scopeBase(scope);
