@@ -83,7 +83,10 @@ it('SIGINT while the lock is being taken: the take that lands is released, then 
     // The command has begun to exit before S3 applies the take.
     let said = '';
     await new Promise<void>((resolve) => {
-      child.stderr!.on('data', (c: Buffer) => (said += c.toString()).includes('interrupted') && resolve());
+      child.stderr!.on('data', (c: Buffer) => {
+        said += c.toString();
+        if (said.includes('interrupted')) resolve();
+      });
       child.stderr!.once('close', resolve);
     });
     proxy.letThrough();
