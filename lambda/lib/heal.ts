@@ -89,7 +89,7 @@ export interface HealReport {
 }
 
 /** What to do about a prefix that holds no object at all, said alike by every command. */
-const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to repair or hydrate to create an empty index anyway';
+const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
 
 /** Heals (or checks) every index of a root from one listing. */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {

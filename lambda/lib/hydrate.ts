@@ -203,21 +203,17 @@ export interface HealAndHydrateReport {
  * @example await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir: '.swamp/cache' })
  */
 export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
-  // The cache is opened first: an unusable one fails before the heal writes anything.
-  const cache = await openCache(options);
-  try {
-    const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
-    const report = heal.scopes.find((s) => s.namespace === options.namespace);
-    if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
-    options.onHealed?.(heal);
-    const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-    const index = report.index ?? (await indexAfterHeal(store, scope, report));
-    // Current clients keep a namespace's files under `<cache>/<namespace>/`.
-    const hydrate = await fill(store, scope, index, { ...options, subdir: options.namespace }, cache.dir);
-    return { heal, scope: report, entries: index.entries.size, hydrate };
-  } finally {
-    await cache.close();
-  }
+  // Checked before the heal, though the cache is made only after it: a failed heal leaves no folder behind.
+  if (options.cacheDir.trim() === '') throw new CacheError('The cache folder is empty', 'Give --cache the path of a folder');
+  const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
+  const report = heal.scopes.find((s) => s.namespace === options.namespace);
+  if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
+  options.onHealed?.(heal);
+  const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+  const index = report.index ?? (await indexAfterHeal(store, scope, report));
+  // Current clients keep a namespace's files under `<cache>/<namespace>/`.
+  const hydrate = await hydrateCache(store, scope, index, { ...options, subdir: options.namespace });
+  return { heal, scope: report, entries: index.entries.size, hydrate };
 }
 
 /** The live index of a scope the heal found true. */

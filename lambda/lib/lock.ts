@@ -72,6 +72,7 @@ export async function releaseHeldLocks(timeoutMs = 5_000): Promise<number> {
   };
   await Promise.race([drain(), bound]);
   clearTimeout(timer);
+  closing = false;
   return released;
 }
 

@@ -84,7 +84,7 @@ export async function cacheScenario(name: CacheScenario, store: S3Store, config:
       const typo = config.replace('"swamp"', '"swamq"');
       const check = await runCli(['check', '--config', typo]);
       const repair = await runCli(['repair', '--config', typo]);
-      const advice = 'Check the bucket and --prefix; pass --allow-empty to repair or hydrate to create an empty index anyway';
+      const advice = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
       expect(check.stdout).not.toMatch(/repair` heals it/);
       expect(check.stdout).toContain(`swamq/ holds no object at all. ${advice}`);
       expect(repair.stderr).toContain(`swamq/ holds no object at all; no index was created there. ${advice}`);
