@@ -157,6 +157,7 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
         onListed: (objects) => progress.listed(objects),
         refuseEmpty: !flags.allowEmpty,
       },
+      onCacheWait: (holder) => warn(`waiting for another hydrate of ${cacheDir} (${holder}) to finish`),
       onHealed: () => progress.status('Comparing the cache with the index…'),
       onProgress: (done, total) => progress.update(done, total),
     });
@@ -231,6 +232,8 @@ function seconds(value: string): number {
 }
 
 function folder(value: string): string {
+  // An empty value would be the current folder: an unset shell variable must not hydrate into wherever one stands.
+  if (value.trim() === '') throw new InvalidArgumentError('It is empty; give the path of the cache folder.');
   let info: ReturnType<typeof statSync>;
   try {
     info = statSync(value, { throwIfNoEntry: false });
@@ -336,8 +339,9 @@ async function main(argv: readonly string[]): Promise<void> {
   // A lock left behind would block every client for its ttl: release ours first, then exit.
   const interrupted = (signal: NodeJS.Signals, code: number) => () => {
     progress.stop();
+    process.stderr.write(`${NAME}: interrupted (${signal}); releasing the datastore lock\n`);
     void releaseHeldLocks().finally(() => {
-      process.stderr.write(`${NAME}: interrupted (${signal}); run the same command again to resume\n`);
+      process.stderr.write(`${NAME}: run the same command again to resume\n`);
       process.exit(code);
     });
   };

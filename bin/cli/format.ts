@@ -136,10 +136,12 @@ export function checkLines(report: HealReport, maxKeys: number): string[] {
   }
   const drifted = report.scopes.filter(hasDrift).length;
   const total = report.scopes.length;
+  // `repair` refuses an empty prefix, so it is not offered as the cure there.
+  const cure = report.empty ?? '`datastore-indexer repair` heals it';
   lines.push(
     drifted === 0
       ? `${total === 1 ? 'The index is' : `All ${total} indexes are`} true; nothing published.`
-      : `Drift in ${drifted} of ${plural(total, 'index', 'indexes')}; nothing published (\`datastore-indexer repair\` heals it).`,
+      : `Drift in ${drifted} of ${plural(total, 'index', 'indexes')}; nothing published (${cure}).`,
   );
   return lines;
 }

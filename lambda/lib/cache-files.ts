@@ -1,7 +1,7 @@
 /** The local cache's files: where a key lands, folders made one level at a time, downloads written whole through part files. */
 import { createHash } from 'node:crypto';
-import { mkdir, opendir, rename, rm, rmdir, stat } from 'node:fs/promises';
-import { type Stats, createWriteStream, renameSync, statSync, writeFileSync } from 'node:fs';
+import { lstat, mkdir, open, opendir, rename, rm, rmdir, stat } from 'node:fs/promises';
+import { type Stats, closeSync, constants, createWriteStream, lstatSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -20,11 +20,14 @@ export function cachePathOf(cacheDir: string, rel: string): string {
   return path;
 }
 
-/** The file at `path`, or undefined when none can be read there (absent, or a file stands where a folder should). */
+/**
+ * What stands at `path` itself (a symbolic link is not followed), or undefined when nothing can be read
+ * there (absent, or a file stands where a folder should).
+ */
 export function localFile(path: string): Stats | undefined {
   // Synchronous: a stat costs microseconds, less than a hop to libuv's thread pool.
   try {
-    return statSync(path, { throwIfNoEntry: false });
+    return lstatSync(path, { throwIfNoEntry: false });
   } catch {
     return undefined;
   }
@@ -38,6 +41,14 @@ export async function isEmptyFolder(path: string): Promise<boolean> {
   } finally {
     await dir.close();
   }
+}
+
+/** How a part file is opened: a symbolic link planted in its place is refused (ELOOP), never written through. */
+const PART_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+
+/** Why hydrate will not write at or under `path`: a symbolic link stands there; it is never written through. */
+export function linkRefusal(path: string): string {
+  return `${path} is a symbolic link, and hydrate never writes through one; remove it, then run again`;
 }
 
 /** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
@@ -75,10 +86,13 @@ export function partPathOf(cacheDir: string, path: string): string {
   return join(resolve(cacheDir), CACHE_PARTS_DIR, `${createHash('sha256').update(path).digest('hex').slice(0, 40)}.part`);
 }
 
-/** Removes the folder of temporary files, and its parents if they are left empty. */
+/** Removes the folder of temporary files (while the cache lock is held: another hydrate's parts are never touched). */
 export async function removePartsFolder(cacheDir: string): Promise<void> {
-  const parts = join(resolve(cacheDir), CACHE_PARTS_DIR);
-  await rm(parts, { recursive: true, force: true }).catch(() => undefined);
+  await rm(join(resolve(cacheDir), CACHE_PARTS_DIR), { recursive: true, force: true }).catch(() => undefined);
+}
+
+/** Removes the cache's control folders when nothing is left in them (once the cache lock is released). */
+export async function removeEmptyControlFolders(cacheDir: string): Promise<void> {
   for (const dir of [join(resolve(cacheDir), INDEXER_DIR), join(resolve(cacheDir), CONTROL_DIR)]) {
     const removed = await rmdir(dir).then(
       () => true,
@@ -121,7 +135,7 @@ export async function download(store: S3Store, key: string, path: string, part: 
       if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
       writeWhole(path, part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
     } else {
-      await pipeline(object.stream, createWriteStream(part));
+      await pipeline(object.stream, createWriteStream('', { fd: await open(part, PART_FLAGS) }));
       size = (await stat(part)).size;
       await rename(part, path);
     }
@@ -135,7 +149,9 @@ export async function download(store: S3Store, key: string, path: string, part: 
 
 /**
  * Makes a folder under the cache once per run, its missing parents first, so each new folder costs one
- * `mkdir` (a recursive one retries from the top); the files of a folder share it.
+ * `mkdir` (a recursive one retries from the top); the files of a folder share it. `dirs` starts with the
+ * cache's real path: every folder below it that already existed is checked to be a real folder, so no
+ * write goes through a symbolic link out of the cache.
  */
 export function madeDir(dirs: Map<string, Promise<void>>, dir: string): Promise<void> {
   let made = dirs.get(dir);
@@ -144,8 +160,12 @@ export function madeDir(dirs: Map<string, Promise<void>>, dir: string): Promise<
     made = (parent === dir ? Promise.resolve() : madeDir(dirs, parent)).then(() =>
       mkdir(dir).then(
         () => undefined,
-        (err: NodeJS.ErrnoException) => {
+        async (err: NodeJS.ErrnoException) => {
           if (err.code !== 'EEXIST') throw err;
+          const info = await lstat(dir);
+          if (info.isSymbolicLink()) throw new Error(linkRefusal(dir));
+          if (!info.isDirectory())
+            throw new Error(`${dir} is a file where a folder should be (a key the index no longer holds?); remove it, then run again`);
         },
       ),
     );
@@ -175,7 +195,12 @@ export function readBody(stream: Readable): Promise<Buffer[]> {
  * would cost two thread-pool handoffs of kernel time.
  */
 export function writeWhole(path: string, part: string, body: Buffer): void {
-  writeFileSync(part, body);
+  const fd = openSync(part, PART_FLAGS);
+  try {
+    writeFileSync(fd, body);
+  } finally {
+    closeSync(fd);
+  }
   renameSync(part, path);
 }
 

@@ -48,6 +48,14 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
   if (endpoint !== undefined && !/^https?:\/\//.test(endpoint)) {
     throw new ConfigError(`Datastore config "endpoint" must be an http(s) URL, got "${endpoint}"`);
   }
+  // The SDK would send every request under that path, and the store's "no such bucket" would name the wrong fault.
+  const path = endpoint === undefined ? '' : endpointPath(endpoint);
+  if (path) {
+    throw new ConfigError(
+      `Datastore config "endpoint" must not hold a path, got "${path}" in "${endpoint}"`,
+      'Give only the scheme, host and port, e.g. "http://127.0.0.1:9000"',
+    );
+  }
   const prefix = str('prefix');
   // `swamp/../swamp` or `a//b` would be written literally as keys no client reads.
   const normalized = normalizePrefix(prefix);
@@ -101,4 +109,14 @@ export function resolveDatastoreConfig(json: string | undefined, overrides: Part
 /** The root a config names. */
 export function rootOf(config: DatastoreConfig): DatastoreRoot {
   return { bucket: config.bucket, prefix: normalizePrefix(config.prefix) };
+}
+
+/** The path (with query) of an endpoint URL, or '' for none; an unparsable URL is left to the SDK's own error. */
+function endpointPath(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    return `${url.pathname === '/' ? '' : url.pathname}${url.search}`;
+  } catch {
+    return '';
+  }
 }

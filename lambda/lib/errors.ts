@@ -81,6 +81,11 @@ export class UnsafeKeyError extends IndexerError {
   }
 }
 
+/** The local cache folder cannot be used: empty, not writable, or its control folder unusable. */
+export class CacheError extends IndexerError {
+  override name = 'CacheError';
+}
+
 /**
  * Something failed that is neither S3 answering nor a known condition (a `TypeError`, a bug): reported as
  * what it is, with the original error's name and message, never as an outage to wait out.

@@ -84,7 +84,12 @@ export interface HealReport {
   readonly scopes: ScopeReport[];
   readonly objectsSeen: number;
   readonly listingMs: number;
+  /** Set when the root (or namespace) holds no object at all, not even an index (most likely a mistyped prefix): what to do. */
+  readonly empty?: string;
 }
+
+/** What to do about a prefix that holds no object at all, said alike by every command. */
+const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
 
 /** Heals (or checks) every index of a root from one listing. */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
@@ -94,12 +99,12 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   const early = options.listing ? undefined : readLiveIndex(store, options.namespace ? { root, namespace: options.namespace } : { root });
   early?.catch(() => undefined);
   const listing = options.listing ?? (await listScopes(store, base, lister, options.onListed));
-  if (options.refuseEmpty && options.mode === 'repair' && listing.objectsSeen === 0 && (await holdsNothing(store, base))) {
-    throw new EmptyDatastoreError(
-      `s3://${store.bucket}/${base} holds no object at all; no index was created there`,
-      'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway',
-    );
+  // A prefix without a single object is most likely mistyped: check and repair give the same advice.
+  const empty = listing.objectsSeen === 0 && (await holdsNothing(store, base));
+  if (empty && options.refuseEmpty && options.mode === 'repair') {
+    throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, EMPTY_HINT);
   }
+  const advice = empty ? `s3://${store.bucket}/${base} holds no object at all. ${EMPTY_HINT}` : undefined;
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
@@ -114,7 +119,7 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
       );
     }
   }
-  return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs };
+  return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs, ...(advice ? { empty: advice } : {}) };
 }
 
 /** Confirms with one plain ListObjectsV2 request that `base` holds nothing (a missing bucket throws `BucketNotFoundError` here). */

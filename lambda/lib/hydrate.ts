@@ -1,8 +1,22 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
-import { join, resolve } from 'node:path';
-import { cachePathOf, download, isEmptyFolder, localFile, makeFolder, partPathOf, removePartsFolder, writeAtomically } from './cache-files';
+import { realpath } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import {
+  cachePathOf,
+  download,
+  isEmptyFolder,
+  linkRefusal,
+  localFile,
+  madeDir,
+  makeFolder,
+  partPathOf,
+  removeEmptyControlFolders,
+  removePartsFolder,
+  writeAtomically,
+} from './cache-files';
+import { CacheLock } from './cache-lock';
 import { mapLimit } from './concurrency';
-import { IndexerError, PublishConflictError } from './errors';
+import { CacheError, IndexerError, PublishConflictError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
@@ -20,6 +34,8 @@ export interface HydrateOptions {
   readonly subdir?: string;
   /** Parallel downloads. @default DEFAULT_HYDRATE_CONCURRENCY (64) */
   readonly concurrency?: number;
+  /** Called once when another hydrate holds the cache's lock and this one waits its turn. */
+  readonly onCacheWait?: (holder: string) => void;
   /** Called after each entry is settled (pulled, present, refused or failed). */
   readonly onProgress?: (done: number, total: number) => void;
 }
@@ -35,6 +51,35 @@ export interface HydrateReport {
   readonly failed: { key: string; error: string }[];
 }
 
+/** A cache folder opened for one hydrate: its real path, held by this process until closed. */
+interface OpenCache {
+  readonly dir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the cache: makes it, resolves its real path (every write must stay under it), and takes its lock,
+ * which also proves it can be written before anything is downloaded.
+ */
+async function openCache(options: HydrateOptions): Promise<OpenCache> {
+  // An empty path is the current folder: an unset shell variable would hydrate wherever the user stands.
+  if (options.cacheDir.trim() === '') throw new CacheError('The cache folder is empty', 'Give --cache the path of a folder');
+  await makeFolder(resolve(options.cacheDir));
+  const dir = await realpath(resolve(options.cacheDir));
+  const lock = await CacheLock.take(dir, options.onCacheWait);
+  let closed = false;
+  return {
+    dir,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await removePartsFolder(dir);
+      await lock.release();
+      await removeEmptyControlFolders(dir);
+    },
+  };
+}
+
 /** Downloads what the cache lacks, atomically per file so an interrupted run resumes where it stopped. */
 export async function hydrateCache(
   store: S3Store,
@@ -42,8 +87,40 @@ export async function hydrateCache(
   index: DatastoreIndex,
   options: HydrateOptions,
 ): Promise<HydrateReport> {
-  const cacheDir = resolve(options.cacheDir);
-  await makeFolder(cacheDir);
+  const cache = await openCache(options);
+  try {
+    return await fill(store, scope, index, options, cache.dir);
+  } finally {
+    await cache.close();
+  }
+}
+
+/** Each key that would be a file where another key needs a folder, with one such other key. */
+function fileFolderCollisions(keys: Iterable<string>): Map<string, string> {
+  const under = new Map<string, string>();
+  const all: string[] = [];
+  for (const key of keys) {
+    all.push(key);
+    for (let at = key.indexOf('/'); at > 0; at = key.indexOf('/', at + 1)) {
+      const folder = key.slice(0, at);
+      if (!under.has(folder)) under.set(folder, key);
+    }
+  }
+  const collisions = new Map<string, string>();
+  for (const key of all) {
+    const other = under.get(key);
+    if (other !== undefined) collisions.set(key, other);
+  }
+  return collisions;
+}
+
+async function fill(
+  store: S3Store,
+  scope: IndexScope,
+  index: DatastoreIndex,
+  options: HydrateOptions,
+  cacheDir: string,
+): Promise<HydrateReport> {
   // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
   const startedEmpty = await isEmptyFolder(cacheDir);
   const base = scopeBase(scope);
@@ -56,6 +133,7 @@ export async function hydrateCache(
   let done = 0;
   const settle = (): void => options.onProgress?.(++done, total);
   const dirs = new Map([[cacheDir, Promise.resolve()]]);
+  const collisions = fileFolderCollisions(index.entries.keys());
 
   await mapLimit(index.entries.values(), options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY, async (entry) => {
     let path: string;
@@ -65,12 +143,21 @@ export async function hydrateCache(
       refused.push(entry.key);
       return settle();
     }
-    const local = startedEmpty ? undefined : localFile(path);
-    if (local?.isFile() && local.size === entry.size) {
-      present++;
+    const folderKey = collisions.get(entry.key);
+    if (folderKey !== undefined) {
+      const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
+      failed.push({ key: entry.key, error });
       return settle();
     }
     try {
+      const local = startedEmpty ? undefined : localFile(path);
+      if (local?.isSymbolicLink()) throw new Error(linkRefusal(path));
+      if (local?.isFile() && local.size === entry.size) {
+        // Present only if reached through real folders: a linked folder's files lie outside the cache.
+        await madeDir(dirs, dirname(path));
+        present++;
+        return settle();
+      }
       const size = await download(store, base + entry.key, path, partPathOf(cacheDir, path), dirs);
       bytes += size;
       pulled++;
@@ -85,7 +172,6 @@ export async function hydrateCache(
   await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index), dirs).catch((err: Error) =>
     failed.push({ key: INDEX_KEY, error: err.message }),
   );
-  await removePartsFolder(cacheDir);
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
   return { pulled, present, bytes, refused, failed };
@@ -117,6 +203,8 @@ export interface HealAndHydrateReport {
  * @example await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir: '.swamp/cache' })
  */
 export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
+  // Checked before the heal, though the cache is made only after it: a failed heal leaves no folder behind.
+  if (options.cacheDir.trim() === '') throw new CacheError('The cache folder is empty', 'Give --cache the path of a folder');
   const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
   const report = heal.scopes.find((s) => s.namespace === options.namespace);
   if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);

@@ -14,6 +14,7 @@
 export {
   AccessDeniedError,
   BucketNotFoundError,
+  CacheError,
   ConditionalWritesUnsupportedError,
   ConfigError,
   CredentialsError,

@@ -40,17 +40,40 @@ const CLIENT_TTL_MS = 30_000;
 
 /** Locks this process holds now, so that an interrupted command can release them before it exits. */
 const held = new Set<DatastoreLock>();
+/**
+ * Takes and releases still in flight: a take whose write S3 has already applied holds the lock although it
+ * is not yet in `held`, and a release under way is no longer there; an interrupted command waits for both.
+ */
+const inFlight = new Set<Promise<unknown>>();
+/** Set once the process is releasing its locks to exit: a take that lands after it is released at once. */
+let closing = false;
+
+function track<T>(work: Promise<T>): Promise<T> {
+  inFlight.add(work);
+  const done = (): void => void inFlight.delete(work);
+  work.then(done, done);
+  return work;
+}
 
 /** Releases every lock this process holds (each by nonce), waiting at most `timeoutMs`; for signal handlers. */
 export async function releaseHeldLocks(timeoutMs = 5_000): Promise<number> {
-  const locks = [...held];
+  closing = true;
+  let released = 0;
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, timeoutMs);
   });
-  await Promise.race([Promise.allSettled(locks.map((lock) => lock.release())), bound]);
+  const drain = async (): Promise<void> => {
+    while (held.size > 0 || inFlight.size > 0) {
+      const locks = [...held];
+      released += locks.length;
+      await Promise.allSettled([...locks.map((lock) => lock.release()), ...inFlight]);
+    }
+  };
+  await Promise.race([drain(), bound]);
   clearTimeout(timer);
-  return locks.length;
+  closing = false;
+  return released;
 }
 
 function parseLock(body: Buffer): Partial<LockBody> {
@@ -104,6 +127,16 @@ export class DatastoreLock {
 
   /** Takes the lock at `key`, waiting for a live holder up to `waitMs`; stale locks are taken over. */
   static async acquire(store: S3Store, key: string, options: LockOptions = {}): Promise<DatastoreLock> {
+    const lock = await track(DatastoreLock.take(store, key, options));
+    if (closing) {
+      // Taken while the process was already releasing its locks to exit: give it back now.
+      await lock.release().catch(() => undefined);
+      throw new Error(`The datastore lock ${key} was released: the process is exiting`);
+    }
+    return lock;
+  }
+
+  private static async take(store: S3Store, key: string, options: LockOptions): Promise<DatastoreLock> {
     const ttlMs = options.ttlMs ?? INDEXER_TTL_MS;
     const waitMs = options.waitMs ?? 60_000;
     const started = Date.now();
@@ -190,7 +223,11 @@ export class DatastoreLock {
    * lock has another version, maybe a renewal of ours whose answer was lost) or the store does not take
    * the condition, it is read back, its nonce checked, and the exact version deleted.
    */
-  async release(): Promise<void> {
+  release(): Promise<void> {
+    return track(this.releaseOnce());
+  }
+
+  private async releaseOnce(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     held.delete(this);

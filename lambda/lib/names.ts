@@ -116,3 +116,5 @@ export function repairPartsDir(root: DatastoreRoot, namespace?: string): string 
 
 /** The folder, relative to a local cache, where hydrate keeps its part files while they download. */
 export const CACHE_PARTS_DIR = `${INDEXER_DIR}parts`;
+/** The lock file, relative to a local cache, that lets one hydrate at a time write it. */
+export const CACHE_LOCK_FILE = `${INDEXER_DIR}hydrate.lock`;

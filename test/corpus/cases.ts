@@ -3,6 +3,7 @@
  * with the answer expected of it. `corpus.test.ts` asserts each row; a row names what it feeds and to what.
  */
 import { s3Event, s3EventRecord } from '../helpers/factories';
+import type { CacheScenario } from './cache-scenarios';
 
 /** An index file fed to `parseIndex`: parses with `entries` entries, or is refused with a reason matching `reason`. */
 export interface IndexCase {
@@ -59,7 +60,8 @@ export interface RunCase {
     | 'temp-named-key'
     | 'no-conditional-writes'
     | 'refused-key-in-index'
-    | 'unparseable-index-kept';
+    | 'unparseable-index-kept'
+    | CacheScenario;
   readonly expect: { readonly code: number; readonly stderr?: RegExp; readonly stdout?: RegExp };
 }
 
@@ -310,5 +312,44 @@ export const CASES: readonly CorpusCase[] = [
     name: 'an unparseable index (a copy kept)',
     scenario: 'unparseable-index-kept',
     expect: { code: 0, stdout: /copy kept at s3:\/\/.*_control\// },
+  },
+  // Issue 20: odd caches, endpoints and prefixes
+  { kind: 'run', name: 'an empty --cache', scenario: 'empty-cache', expect: { code: 1, stderr: /--cache.*empty/ } },
+  {
+    kind: 'config',
+    name: 'an endpoint with a path',
+    config: { bucket: 'b', endpoint: 'http://127.0.0.1:9000/some/path' },
+    expect: { error: /must not hold a path, got "\/some\/path"/ },
+  },
+  {
+    kind: 'run',
+    name: 'symbolic links in the cache to a folder and a file outside it',
+    scenario: 'cache-links-out',
+    expect: { code: 1, stderr: /cache\/logs\/a\.log is a symbolic link[^\n]*\n[^\n]*cache\/workflow-runs is a symbolic link/ },
+  },
+  { kind: 'run', name: 'two hydrates into one cache at once', scenario: 'concurrent-hydrates', expect: { code: 0, stdout: /Pulled/ } },
+  {
+    kind: 'run',
+    name: "a same-size overwrite and a delete (as fresh as swamp's pull)",
+    scenario: 'freshness-as-swamp-pull',
+    expect: { code: 0, stdout: /Pulled 0 files \(0 B\), 1 already present/ },
+  },
+  {
+    kind: 'run',
+    name: 'a mistyped prefix (check and repair agree)',
+    scenario: 'mistyped-prefix-advice',
+    expect: { code: 2, stdout: /holds no object at all\. Check the bucket and --prefix/ },
+  },
+  {
+    kind: 'run',
+    name: 'a read-only cache',
+    scenario: 'unwritable-cache',
+    expect: { code: 1, stderr: /^datastore-indexer: [^\n]* cannot be written[^\n]*\n$/ },
+  },
+  {
+    kind: 'run',
+    name: 'keys a and a/b in one root',
+    scenario: 'file-folder-collision',
+    expect: { code: 1, stderr: /"logs\/a": it collides with key "logs\/a\/b"/ },
   },
 ];

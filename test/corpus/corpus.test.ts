@@ -23,6 +23,7 @@ import { datastoreConfig, ensureBuiltCli, readTree, runCli, tempDir } from '../c
 import { indexEntry } from '../helpers/factories';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { connectStore, listKeys, putIndex, putObject, putObjects, readIndex, readObject, testEndpoint, testStore } from '../helpers/s3';
+import { cacheScenario } from './cache-scenarios';
 import { CASES, type ConfigCase, type EventCase, HUGE_INDEX, type IndexCase, type KeyCase, type RunCase } from './cases';
 
 const of = <K extends string>(kind: K) => CASES.filter((c) => c.kind === kind);
@@ -233,6 +234,8 @@ describe('runs of the command', () => {
         expect((await readObject(store, kept[0]))!.toString()).toBe('{"version":1,"entries":{"logs/a.log":');
         return run;
       }
+      default:
+        return cacheScenario(c.scenario, store, config);
     }
   }
 
