@@ -207,8 +207,7 @@ class Publication<F> {
     // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
     // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
     let alongside = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
-    // A partial shard-first read stands as it is: every object its write replaces is conditioned on the
-    // ETag read (the manifest's too), so a change since that read is a lost race, read again.
+    // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
     if (this.conditional && planned.live.shards?.partial) alongside = Promise.resolve(planned.live);
     let reuse: Planned<F> | undefined = planned;
     return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
