@@ -113,14 +113,15 @@ export function addDelta(summary: RootSummary, report: DeltaReport): RootSummary
   count(Metric.IndexWrites, report.writes);
   count(Metric.PublishConflicts, report.conflicts);
   count(Metric.StaleMirrors, report.staleMirrors.length);
-  if (report.status === 'applied') metrics.addMetric(Metric.IndexEntries, MetricUnit.Count, report.entries);
+  // A delta that read only some partitions does not know the size of the whole index.
+  if (report.status === 'applied' && !report.partial) metrics.addMetric(Metric.IndexEntries, MetricUnit.Count, report.entries);
   return {
     ...summary,
     eventsApplied: summary.eventsApplied + report.changes,
     added: summary.added + report.added,
     removed: summary.removed + report.removed,
     resized: summary.resized + report.resized,
-    indexEntries: report.namespace ? summary.indexEntries : report.entries,
+    indexEntries: report.namespace || report.partial ? summary.indexEntries : report.entries,
     publishMs: summary.publishMs + report.publishMs,
     writes: summary.writes + report.writes,
     conflicts: summary.conflicts + report.conflicts,
@@ -141,6 +142,7 @@ export function addDelta(summary: RootSummary, report: DeltaReport): RootSummary
         refusedKeys: report.refusedKeys.slice(0, 20),
         staleMirrors: report.staleMirrors.length,
         entries: report.entries,
+        ...(report.partial ? { partial: true } : {}),
         writes: report.writes,
       },
     ],

@@ -23,7 +23,11 @@ export type ChangesFor = (index: DatastoreIndex) => Promise<ResolvedChanges>;
 
 /** How to apply a delta. */
 export interface DeltaOptions extends PublishOptions {
-  /** Keys whose partitions' dual-write mirror files are checked and refreshed. @default the keys of `changes`, when a map */
+  /**
+   * Keys the delta is about: their partitions' dual-write mirror files are checked and refreshed, and on a
+   * shard-first scope only their partition files are read (a change outside them has the whole index read).
+   * @default the keys of `changes`, when a map; with a function and none given, a shard-first scope is read whole
+   */
   readonly mirrorKeys?: Iterable<string>;
 }
 
@@ -38,6 +42,8 @@ interface DeltaFacts {
   /** The changes as applied to this read, when it was valid. */
   readonly applied?: ApplyResult;
   readonly resolved?: ResolvedChanges;
+  /** A change fell outside the partitions read, so nothing was planned: the whole index must be read. */
+  readonly outsideRead?: boolean;
 }
 
 /** What applying a delta did to one index. */
@@ -60,8 +66,10 @@ export interface DeltaReport {
   readonly refused: number;
   /** The refused keys, sorted. */
   readonly refusedKeys: string[];
-  /** Entries in the index afterwards. */
+  /** Entries in the index afterwards; with `partial`, in the partitions read. */
   readonly entries: number;
+  /** Only the partition files of the delta's keys were read (shard-first), so `entries` is not the whole index's. */
+  readonly partial: boolean;
   /** What S3 said of the keys a re-check asked about, for the plan that counts (see `ResolvedChanges`). */
   readonly observed: ReadonlyMap<string, ObjectChange>;
   /** Partitions whose dual-write mirror file differed from the monolith when first read (refreshed when published). */
@@ -97,18 +105,17 @@ export async function applyDelta(
   // The mirror files of the partitions the delta touches are held against the monolith, even when it already holds the delta.
   const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), ...publish } = options;
   const mirrors = new Set([...mirrorKeys].map(partitionOf).filter((p): p is string => p !== undefined));
+  const partitions = typeof changes === 'function' && options.mirrorKeys === undefined ? undefined : mirrors;
   const given = typeof changes === 'function' ? undefined : changes;
   const resolve: ChangesFor = typeof changes === 'function' ? changes : async () => ({ changes });
+  const noPlan = (live: LiveIndex): DeltaFacts => ({
+    noIndex: live.state !== 'valid',
+    offered: given?.size ?? 0,
+    unshardable: 0,
+    refusedKeys: given ? refusedCreations(given) : [],
+  });
   const plan = async (live: LiveIndex): Promise<Plan<DeltaFacts>> => {
-    if (live.state !== 'valid' || live.hold) {
-      const facts = {
-        noIndex: live.state !== 'valid',
-        offered: given?.size ?? 0,
-        unshardable: 0,
-        refusedKeys: given ? refusedCreations(given) : [],
-      };
-      return { facts };
-    }
+    if (live.state !== 'valid' || live.hold) return { facts: noPlan(live) };
     const resolved = await resolve(live.index);
     const refusedKeys = refusedCreations(resolved.changes);
     let effective =
@@ -118,6 +125,9 @@ export async function applyDelta(
       const shardable = new Map([...effective].filter(([rel]) => partitionOf(rel) !== undefined));
       unshardable = effective.size - shardable.size;
       effective = shardable;
+      const read = live.shards?.partial;
+      if (read && [...effective.keys()].some((rel) => !read.has(partitionOf(rel)!)))
+        return { facts: { ...noPlan(live), outsideRead: true } };
     }
     effective = await withStaleEventsChecked(store, scope, live.index, effective);
     const applied = applyChanges(live.index, effective);
@@ -127,7 +137,19 @@ export async function applyDelta(
     return { index: applied.index, facts };
   };
 
-  const outcome = await publishIndex(store, scope, plan, { ...publish, mirrors });
+  let outcome = await publishIndex(store, scope, plan, { ...publish, mirrors, partitions });
+  const first = outcome;
+  if (outcome.plans.some((f) => f.outsideRead)) {
+    const whole = await publishIndex(store, scope, plan, { ...publish, mirrors });
+    outcome = {
+      ...whole,
+      published: first.published || whole.published,
+      writes: first.writes + whole.writes,
+      conflicts: first.conflicts + whole.conflicts,
+      lockWaits: first.lockWaits + whole.lockWaits,
+      before: first.before,
+    };
+  }
   const last = outcome.plans[outcome.plans.length - 1];
   // Counts of the write that stands (a re-check round may have re-applied what a push erased), else of the last plan that applied.
   const counted = outcome.writtenFacts ?? [...outcome.plans].reverse().find((f) => f.applied) ?? last;
@@ -147,6 +169,7 @@ export async function applyDelta(
     refused: counted.refusedKeys.length,
     refusedKeys: [...counted.refusedKeys],
     entries: outcome.index?.entries.size ?? counted.applied?.index.entries.size ?? 0,
+    partial: outcome.last.shards?.partial !== undefined,
     staleMirrors: [...(outcome.before.mirror?.stale ?? [])].sort(),
     observed: counted.resolved?.observed ?? new Map(),
     contradicted: counted.resolved?.contradicted ?? new Set(),

@@ -7,7 +7,7 @@ import type { MirrorCheck } from './layouts/mirror-check';
 import type { KnownIndex, LiveIndex, UnreadablePart } from './layouts/types';
 import { writeIndex } from './layouts/write';
 import { type LockOptions, type DatastoreLock, withLock } from './lock';
-import { heldCopyKey, lockKeyOf, unreadableCopyKey } from './names';
+import { heldCopyKey, lockKeyOf, manifestKeyOf, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
 
@@ -43,6 +43,8 @@ export interface PublishOptions {
   readonly before?: Promise<LiveIndex>;
   /** Mirror files of a dual-write scope each read holds against the monolith; stale ones are refreshed. */
   readonly mirrors?: MirrorCheck;
+  /** On a shard-first scope, read only these partitions (see `ReadOptions.partitions`); after a lost race, every one. */
+  readonly partitions?: ReadonlySet<string>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -92,6 +94,7 @@ type Attempt<F> =
 
 /** True when two reads found the same index version: both absent, or the same single object with the same ETag. */
 function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
+  if (a === b) return true;
   if (a.layout !== 'monolith' || b.layout !== 'monolith' || a.state !== b.state) return false;
   if (a.state === 'absent') return true;
   return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
@@ -122,6 +125,8 @@ class Publication<F> {
   conditional = true;
   keptCopy?: string;
   readonly plans: F[] = [];
+  /** Set after a lost race: what was planned on a part of the index is planned again on the whole. */
+  private whole = false;
   private readonly keptEtags = new Set<string>();
   private readonly emit: (event: PublishEvent) => void;
   private readonly lockOptions: LockOptions;
@@ -146,7 +151,8 @@ class Publication<F> {
 
   read(known?: KnownIndex): Promise<LiveIndex> {
     const { shardPartitions, mirrors } = this.options;
-    return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known });
+    const partitions = this.whole ? undefined : this.options.partitions;
+    return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known, partitions });
   }
 
   /** A read sent now and used later; a failure surfaces only where it is awaited. */
@@ -201,6 +207,8 @@ class Publication<F> {
     // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
     // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
     let alongside = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
+    // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
+    if (this.conditional && planned.live.shards?.partial) alongside = Promise.resolve(planned.live);
     let reuse: Planned<F> | undefined = planned;
     return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
@@ -227,6 +235,7 @@ class Publication<F> {
           };
         }
         this.conflicts++;
+        this.whole = true;
         this.emit({ event: 'conflict', attempt, key: written.key });
         if (attempt + 1 >= (this.options.maxAttempts ?? 6)) {
           throw new PublishConflictError(
@@ -242,7 +251,7 @@ class Publication<F> {
   /** The read made while the lock was taken stands unless the lock had to be waited for or turned out to be the only protection. */
   private async rereadUnderLock(lock: DatastoreLock, alongside: Promise<LiveIndex> | undefined): Promise<LiveIndex> {
     const reread = alongside && this.conditional && lock.waits === 0 ? await alongside : undefined;
-    return reread?.layout === 'monolith' ? reread : this.read();
+    return reread?.layout === 'monolith' || reread?.shards?.partial ? reread : this.read();
   }
 
   /** The version a monolith read holds, so a read of it unchanged is not downloaded again. */
@@ -271,6 +280,8 @@ class Publication<F> {
     } catch (err) {
       if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
       this.noConditionalWrites();
+      // Read before the lock was taken: only a read under the lock may be written without conditions.
+      if (live.shards?.partial) return { status: 'conflict', key: manifestKeyOf(this.scope) };
       result = await writeIndex(this.store, this.scope, live, index, false, hooks);
     }
     return result.status === 'written' ? { status: 'written', known } : result;

@@ -8,7 +8,7 @@ import { type ShardMeta, readManifest, salvageManifest } from './manifest';
 import { withUnfinishedMirror } from './mirror';
 import { type MirrorCheck, checkMirror, readMirrorAhead } from './mirror-check';
 import { speculativeGet } from './objects';
-import { readShards } from './shards';
+import { readShards, readShardsPartially } from './shards';
 import { type KnownIndex, type LiveIndex, type LiveLayout, type MirrorState, type UnreadablePart, baseIndexOf } from './types';
 
 /** How to read a live index. */
@@ -22,6 +22,11 @@ export interface ReadOptions {
   readonly known?: KnownIndex;
   /** Mirror files of a dual-write scope to hold against the monolith (see `MirrorState.stale`). */
   readonly mirrors?: MirrorCheck;
+  /**
+   * On a shard-first scope, read only these partitions' files (a delta's): see `ShardState.partial`. The
+   * whole index is read instead where a partial read cannot be written safely, or a listing saw the files.
+   */
+  readonly partitions?: ReadonlySet<string>;
 }
 
 /** Reads a scope's live index in the layout clients would see (see `Layout`). */
@@ -86,7 +91,14 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, options: 
       }
     } else if (metaObject && read?.kind === 'v2') {
       monolith.drop();
-      return await readShards(store, scope, read.meta, metaObject, new Set([...listed].filter((p) => !read.meta.partitions.includes(p))));
+      const partial =
+        options.partitions && !shardPartitions
+          ? await readShardsPartially(store, scope, read.meta, metaObject, options.partitions)
+          : undefined;
+      return (
+        partial ??
+        (await readShards(store, scope, read.meta, metaObject, new Set([...listed].filter((p) => !read.meta.partitions.includes(p)))))
+      );
     } else if (read?.kind === 'v1') {
       const files = new Set([...read.meta.partitions, ...listed]);
       layout = { layout: 'dual-write', mirror: { meta: read.meta, files, metaEtag: metaObject?.etag } };

@@ -78,8 +78,70 @@ export async function readShards(
 }
 
 /**
+ * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags, and
+ * the publish record. Undefined when that is not enough to write safely, and the whole index must be read:
+ * an earlier publish left its record, a touched file does not parse, or one exists that the manifest does
+ * not list (an orphan is adopted only by what reads every file).
+ */
+export async function readShardsPartially(
+  store: S3Store,
+  scope: IndexScope,
+  meta: ShardMeta,
+  metaObject: StoredObject,
+  partitions: ReadonlySet<string>,
+): Promise<LiveIndex | undefined> {
+  const wanted = [...partitions].sort();
+  const [intent, objects] = await Promise.all([
+    store.head(publishRecordKey(scope)),
+    Promise.all(wanted.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const)),
+  ]);
+  if (intent) return undefined;
+  const index = emptyIndex();
+  const shardEtags = new Map<string, string>();
+  const byPartition = new Map<string, Map<string, IndexEntry>>();
+  const missing = new Set<string>();
+  const listed = new Set(meta.partitions);
+  let newer: string | undefined;
+  for (const [partition, object] of objects) {
+    const entries = new Map<string, IndexEntry>();
+    byPartition.set(partition, entries);
+    if (!object) {
+      if (listed.has(partition)) missing.add(partition);
+      continue;
+    }
+    if (!listed.has(partition)) return undefined;
+    const parsed = parseIndex(object.body);
+    if (!parsed.ok) return undefined;
+    shardEtags.set(partition, object.etag);
+    if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
+    for (const [k, entry] of parsed.index.entries) {
+      entries.set(k, entry);
+      index.entries.set(k, entry);
+    }
+  }
+  const shards: ShardState = {
+    meta,
+    metaEtag: metaObject.etag,
+    shardEtags,
+    byPartition,
+    orphans: new Set(),
+    adoptable: new Map(),
+    missing,
+    partial: partitions,
+  };
+  const pending =
+    missing.size > 0
+      ? `partition files the manifest lists are missing: ${[...missing].join(', ')}`
+      : newer !== undefined
+        ? `shard ${newer} is newer than the manifest`
+        : undefined;
+  return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };
+}
+
+/**
  * Writes the changed partition files of a shard-first scope, then a manifest with a higher `commitSeq`,
- * each conditioned on the version read.
+ * each conditioned on the version read. After a partial read only the partitions read can change; the
+ * manifest's condition makes any other writer's change since that read a lost race.
  */
 export async function writeShards(
   store: S3Store,
@@ -91,7 +153,11 @@ export async function writeShards(
   const shards = live.shards!;
   const grouped = groupByPartition(next.entries);
   const partitions = new Set([...shards.meta.partitions, ...shards.orphans, ...grouped.keys()]);
-  const changed = [...partitions].sort().filter((partition) => {
+  const { partial } = shards;
+  // A partition not read has no entries here: written, it would be emptied.
+  const unread = partial ? [...grouped.keys()].filter((p) => !partial.has(p)) : [];
+  if (unread.length > 0) throw new Error(`a partial shard-first read cannot write partitions it did not read: ${unread.join(', ')}`);
+  const changed = [...(partial ?? partitions)].sort().filter((partition) => {
     const key = partitionKeyOf(scope, partition);
     const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
     return (

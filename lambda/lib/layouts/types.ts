@@ -23,6 +23,11 @@ export interface ShardState {
   readonly missing: ReadonlySet<string>;
   /** The ETag of the record an earlier publish left when it stopped between its shards and its manifest. */
   readonly intentEtag?: string;
+  /**
+   * Set when only these partitions' files were read (a delta's): the index holds their entries alone, and a
+   * write keeps every other listed partition as the manifest lists it. Never the whole index: no heal uses it.
+   */
+  readonly partial?: ReadonlySet<string>;
 }
 
 /** The partition files beside a monolith (dual-write, or left by a writer that died half way). */
