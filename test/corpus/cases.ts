@@ -61,7 +61,8 @@ export interface RunCase {
     | 'no-conditional-writes'
     | 'refused-key-in-index'
     | 'unparseable-index-kept'
-    | 'deep-client-field-repair';
+    | 'deep-client-field-repair'
+    | 'cr-key-listed';
   readonly expect: { readonly code: number; readonly stderr?: RegExp; readonly stdout?: RegExp };
 }
 
@@ -332,4 +333,7 @@ export const CASES: readonly CorpusCase[] = [
     scenario: 'deep-client-field-repair',
     expect: { code: 0, stdout: /Healed .*: \+1 added/ },
   },
+  // Issue 20: clients accept a key holding a CR; listed with encoding-type=url it is indexed as itself.
+  { kind: 'key', name: 'a carriage return', key: 'files/cr\rkey.txt', expect: { refused: false, partition: 'files' } },
+  { kind: 'run', name: 'a key holding a carriage return (repair)', scenario: 'cr-key-listed', expect: { code: 0, stdout: /\+3 added/ } },
 ];

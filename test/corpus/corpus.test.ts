@@ -240,6 +240,13 @@ describe('runs of the command', () => {
         expect((await readIndex(store, 'swamp/.datastore-index.json'))!.entries.has(added)).toBe(true);
         return run;
       }
+      case 'cr-key-listed': {
+        const keys = ['files/cr\rkey.txt', 'files/cr\rdir/a.txt', 'files/a+b c.txt'];
+        await putObjects(store, Object.fromEntries(keys.map((k) => [`swamp/${k}`, k])));
+        const run = await runCli(['repair', '--config', config]);
+        expect([...(await readIndex(store, 'swamp/.datastore-index.json'))!.entries.keys()].sort()).toEqual([...keys].sort());
+        return run;
+      }
     }
   }
 
