@@ -1,4 +1,5 @@
 /** The index model: parse, validate, build and serialise `.datastore-index.json`. */
+import { isFlat, jsonText } from './json-text';
 
 /** One index entry; client fields (`localMtime`, `sha256`, anything unknown) ride along untouched. */
 export interface IndexEntry {
@@ -55,6 +56,8 @@ export function parseIndex(bytes: Uint8Array | string, validateEntry = entryProb
   try {
     json = JSON.parse(typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8'));
   } catch (err) {
+    // An engine whose parser recurses gives up on deep nesting: that index is unreadable, not an error of ours.
+    if (err instanceof RangeError) return { ok: false, reason: `nested too deeply to parse here (${err.message})` };
     return { ok: false, reason: `not JSON (${(err as Error).message})` };
   }
   if (!isRecord(json)) return { ok: false, reason: 'not a JSON object' };
@@ -82,8 +85,8 @@ export function entryFor(object: ListedObject): IndexEntry {
  * About how many bytes `serializeIndex` will write, erring high for plain ASCII entries, so that its buffer
  * is allocated once: twice the key, the fields of the contract and the JSON around them.
  */
-function estimatedLength(index: DatastoreIndex): number {
-  let bytes = 1024 + JSON.stringify(index.extra).length;
+function estimatedLength(index: { readonly entries: ReadonlyMap<string, IndexEntry>; readonly extra: Record<string, unknown> }): number {
+  let bytes = 1024 + (jsonText(index.extra)?.length ?? 0);
   for (const [key, entry] of index.entries) {
     bytes += key.length * 2 + 56;
     if (typeof entry.lastModified === 'string') bytes += entry.lastModified.length;
@@ -105,12 +108,16 @@ function isPlainEntry(key: string, entry: IndexEntry): boolean {
   return n === 3;
 }
 
-/** `"key":{entry}` as JSON; the usual entry is written by hand, its key quoted once (stringifying it twice costs more). */
+/**
+ * `"key":{entry}` as JSON; the usual entry is written by hand, its key quoted once (stringifying it twice
+ * costs more). A client field holding objects or arrays may be nested deeper than `JSON.stringify` can
+ * recurse, so such an entry is written without recursion.
+ */
 function entryJson(key: string, entry: IndexEntry): string {
   const quoted = JSON.stringify(key);
   if (isPlainEntry(key, entry))
     return `${quoted}:{"key":${quoted},"size":${entry.size},"lastModified":${JSON.stringify(entry.lastModified)}}`;
-  return `${quoted}:${JSON.stringify(entry)}`;
+  return `${quoted}:${isFlat(entry) ? JSON.stringify(entry) : jsonText(entry)}`;
 }
 
 /**
@@ -120,7 +127,22 @@ function entryJson(key: string, entry: IndexEntry): string {
  */
 export function serializeIndex(index: DatastoreIndex): Buffer {
   const lastPulled = index.lastPulled ?? new Date().toISOString();
-  const head: Record<string, unknown> = { version: 1, ...index.extra, lastPulled };
+  return serializeEntries({ version: 1, ...index.extra, lastPulled }, index);
+}
+
+/**
+ * A partition file as clients write it beside a monolith (`{"version":1,"entries":{…}}`, no `lastPulled`),
+ * written as the index is, so entries of any depth fit.
+ */
+export function serializePartitionFile(entries: ReadonlyMap<string, IndexEntry>): Buffer {
+  return serializeEntries({ version: 1 }, { entries, extra: {} });
+}
+
+/** `head` with an `entries` object after its fields, into one buffer (see `serializeIndex`). */
+function serializeEntries(
+  head: Record<string, unknown>,
+  index: { readonly entries: ReadonlyMap<string, IndexEntry>; readonly extra: Record<string, unknown> },
+): Buffer {
   let out = Buffer.allocUnsafe(estimatedLength(index));
   let used = 0;
   let pending: string[] = [];
@@ -147,7 +169,7 @@ export function serializeIndex(index: DatastoreIndex): Buffer {
     write(pending.join(''));
     pending = [];
   };
-  pending.push(JSON.stringify(head).slice(0, -1), ',"entries":{');
+  pending.push(jsonText(head)!.slice(0, -1), ',"entries":{');
   let first = true;
   for (const [key, entry] of index.entries) {
     pending.push(`${first ? '' : ','}${entryJson(key, entry)}`);

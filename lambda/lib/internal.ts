@@ -8,6 +8,7 @@ export * from './keys';
 export * from './scope';
 export * from './config';
 export * from './index-file';
+export * from './json-text';
 export * from './drift';
 export * from './events';
 export * from './s3';

@@ -6,6 +6,10 @@
  *
  * Every string it returns is a fresh copy of its bytes, never a slice of the page's text, so an index
  * that keeps a million keys does not also keep the thousand pages they came from.
+ *
+ * Listings ask for `encoding-type=url`: XML 1.0 cannot carry some characters a key may hold, and its
+ * parsers turn a CR into an LF, so a raw key can come back as another key. Keys and common prefixes of an
+ * answer that says `<EncodingType>url</EncodingType>` are decoded here (`decodeUrlKey`).
  */
 
 import { isAscii } from 'node:buffer';
@@ -54,6 +58,19 @@ function decode(text: string): string {
     if (value === undefined) throw new Unrecognised(`the entity &${ref};`);
     return value;
   });
+}
+
+/**
+ * A key as S3 writes it under `encoding-type=url` (UTF-8 percent-encoding, a space as `+`, so a literal
+ * `+` arrives as `%2B`), decoded; undefined when it is not valid encoding.
+ */
+export function decodeUrlKey(text: string): string | undefined {
+  if (!text.includes('%') && !text.includes('+')) return text;
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The decimal value of `count` digits at `at` in `s`, or NaN. */
@@ -142,9 +159,20 @@ class PageReader {
   readonly xml: string;
   private readonly encoding: 'latin1' | 'utf8';
 
+  /** Set when the answer says its keys are URL-encoded. */
+  urlEncoded = false;
+
   constructor(private readonly bytes: Buffer) {
     this.xml = bytes.toString('latin1');
     this.encoding = isAscii(bytes) ? 'latin1' : 'utf8';
+  }
+
+  /** A key or prefix as listed: decoded when the answer is URL-encoded. */
+  keyText(text: string): string {
+    if (!this.urlEncoded) return text;
+    const key = decodeUrlKey(text);
+    if (key === undefined) throw new Unrecognised('a key that is not valid URL encoding');
+    return key;
   }
 
   /** The decoded text of bytes `from`..`to`, which must hold no markup; a copy, not a slice. */
@@ -209,7 +237,7 @@ class PageReader {
     if (!key || !Number.isSafeInteger(size)) {
       throw new Unrecognised('a <Contents> without a usable Key, Size or LastModified');
     }
-    return { key, size, lastModified, etag: this.etagOf(from, to) };
+    return { key: this.keyText(key), size, lastModified, etag: this.etagOf(from, to) };
   }
 
   /** The index of `</name>` at or after `from`. */
@@ -222,7 +250,7 @@ class PageReader {
 
 /**
  * Reads a ListObjectsV2 answer (`<ListBucketResult>`), or answers undefined when the document is anything
- * else or uses XML this reader does not handle (CDATA, comments, URL-encoded keys, unknown entities).
+ * else or uses XML this reader does not handle (CDATA, comments, an encoding other than `url`, unknown entities).
  */
 export function parseListObjectsV2(body: Uint8Array | string): ListObjectsPage | undefined {
   let bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
@@ -235,6 +263,8 @@ export function parseListObjectsV2(body: Uint8Array | string): ListObjectsPage |
     if (rootOpen < 0 || xml.includes('<![CDATA[') || xml.includes('<!--')) return undefined;
     let at = xml.indexOf('>', rootOpen) + 1;
     if (at <= 0 || xml[at - 2] === '/') return undefined;
+    // Known before the first key: stores write <EncodingType> before or after the objects.
+    page.urlEncoded = xml.includes('<EncodingType>url</EncodingType>');
     const objects: ListedEntry[] = [];
     const prefixes: string[] = [];
     let isTruncated: boolean | undefined;
@@ -256,10 +286,10 @@ export function parseListObjectsV2(body: Uint8Array | string): ListObjectsPage |
       if (name === 'Contents') objects.push(page.object(inner, close));
       else if (name === 'CommonPrefixes') {
         const prefix = page.textOf(PREFIX, inner, close);
-        if (prefix !== undefined) prefixes.push(prefix);
+        if (prefix !== undefined) prefixes.push(page.keyText(prefix));
       } else if (name === 'IsTruncated') isTruncated = page.text(inner, close).trim() === 'true';
       else if (name === 'NextContinuationToken') nextContinuationToken = page.text(inner, close);
-      else if (name === 'EncodingType') return undefined;
+      else if (name === 'EncodingType' && page.text(inner, close) !== 'url') return undefined;
       at = close + name.length + 3;
     }
     if (isTruncated === undefined || (isTruncated && !nextContinuationToken)) return undefined;

@@ -9,10 +9,10 @@ import {
   PutObjectCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
-import { ConditionalWritesUnsupportedError } from './errors';
+import { ConditionalWritesUnsupportedError, NotAListingError } from './errors';
 import { codeOf, isConflict, isNotFound, isUnsupported, notAListing, statusOf, translateError } from './s3-errors';
 import type { S3Settings } from './config';
-import { isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
+import { decodeUrlKey, isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
 import { createS3Client } from './s3-client';
 
 /** An object's metadata; `etag` without quotes. */
@@ -63,6 +63,16 @@ export function unquoteEtag(etag: string | undefined): string {
 }
 
 /** What the SDK reads when the fast reader already parsed a listing. */
+/** A listed key under `encoding-type=url`, decoded; a store that encodes otherwise cannot be listed safely. */
+function decodedKey(text: string, prefix: string | undefined): string {
+  const key = decodeUrlKey(text);
+  if (key !== undefined) return key;
+  throw new NotAListingError(
+    `Listing ${JSON.stringify(prefix ?? '')} gave the key ${JSON.stringify(text)}, which is not valid URL encoding although the answer says encoding-type=url; nothing was written`,
+    'The endpoint does not encode keys as S3 does: check --endpoint, or report the store',
+  );
+}
+
 const EMPTY_LIST_RESULT = new TextEncoder().encode('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult></ListBucketResult>');
 
 /** Reads a response body (a Node stream, or bytes already) whole. */
@@ -122,6 +132,8 @@ export class S3Store {
         StartAfter: token ? undefined : options.startAfter,
         ContinuationToken: token,
         MaxKeys: options.maxKeys,
+        // Raw keys in XML lose characters (a CR comes back as LF); encoded ones arrive whole.
+        EncodingType: 'url',
       });
       let fast: ListObjectsPage | undefined;
       if (this.listParser === 'fast') {
@@ -155,14 +167,17 @@ export class S3Store {
         token = fast.isTruncated ? fast.nextContinuationToken : undefined;
         continue;
       }
+      // The SDK hands URL-encoded keys over as they came; a store that ignored the request sent them raw.
+      const keyOf = (text: string | undefined): string =>
+        out.EncodingType === 'url' ? decodedKey(text ?? '', options.prefix) : (text ?? '');
       yield {
         objects: (out.Contents ?? []).map((o) => ({
-          key: o.Key ?? '',
+          key: keyOf(o.Key),
           size: o.Size ?? 0,
           lastModified: isoTime(o.LastModified ?? new Date(0)),
           etag: unquoteEtag(o.ETag),
         })),
-        prefixes: (out.CommonPrefixes ?? []).map((p) => p.Prefix ?? ''),
+        prefixes: (out.CommonPrefixes ?? []).map((p) => keyOf(p.Prefix)),
         truncated: !!(out.IsTruncated && out.NextContinuationToken),
       };
       token = out.IsTruncated ? out.NextContinuationToken : undefined;

@@ -2,7 +2,8 @@
  * The bad-input corpus: every input a user, a client or S3 may hand the indexer that is not the happy path,
  * with the answer expected of it. `corpus.test.ts` asserts each row; a row names what it feeds and to what.
  */
-import { s3Event, s3EventRecord } from '../helpers/factories';
+import { indexWithDeepField } from '../helpers/deep';
+import { indexEntry, s3Event, s3EventRecord } from '../helpers/factories';
 import type { CacheScenario } from './cache-scenarios';
 
 /** An index file fed to `parseIndex`: parses with `entries` entries, or is refused with a reason matching `reason`. */
@@ -61,6 +62,8 @@ export interface RunCase {
     | 'no-conditional-writes'
     | 'refused-key-in-index'
     | 'unparseable-index-kept'
+    | 'deep-client-field-repair'
+    | 'cr-key-listed'
     | CacheScenario;
   readonly expect: { readonly code: number; readonly stderr?: RegExp; readonly stdout?: RegExp };
 }
@@ -352,4 +355,26 @@ export const CASES: readonly CorpusCase[] = [
     scenario: 'file-folder-collision',
     expect: { code: 1, stderr: /"logs\/a": it collides with key "logs\/a\/b"/ },
   },
+  // Issue 20: client fields nested deeper than JSON.stringify recurses are kept, and do not stop a repair.
+  {
+    kind: 'index',
+    name: 'a client field 5,000 levels deep (kept)',
+    body: () => indexWithDeepField([indexEntry('logs/a'), indexEntry('logs/b')], 'logs/a', 5_000),
+    expect: { ok: true, entries: 2 },
+  },
+  {
+    kind: 'index',
+    name: 'a client field 200,000 levels deep (kept)',
+    body: () => indexWithDeepField([indexEntry('logs/a')], 'logs/a', 200_000),
+    expect: { ok: true, entries: 1 },
+  },
+  {
+    kind: 'run',
+    name: 'repair of an index holding a 5,000-deep client field',
+    scenario: 'deep-client-field-repair',
+    expect: { code: 0, stdout: /Healed .*: \+1 added/ },
+  },
+  // Issue 20: clients accept a key holding a CR; listed with encoding-type=url it is indexed as itself.
+  { kind: 'key', name: 'a carriage return', key: 'files/cr\rkey.txt', expect: { refused: false, partition: 'files' } },
+  { kind: 'run', name: 'a key holding a carriage return (repair)', scenario: 'cr-key-listed', expect: { code: 0, stdout: /\+3 added/ } },
 ];

@@ -20,6 +20,7 @@ import {
   refusedKeyReason,
 } from '../../lambda/lib/internal';
 import { datastoreConfig, ensureBuiltCli, readTree, runCli, tempDir } from '../cli/helpers';
+import { deepRoot } from '../helpers/deep';
 import { indexEntry } from '../helpers/factories';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { connectStore, listKeys, putIndex, putObject, putObjects, readIndex, readObject, testEndpoint, testStore } from '../helpers/s3';
@@ -232,6 +233,19 @@ describe('runs of the command', () => {
         const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes('datastore-index'));
         expect(kept.length).toBeGreaterThan(0);
         expect((await readObject(store, kept[0]))!.toString()).toBe('{"version":1,"entries":{"logs/a.log":');
+        return run;
+      }
+      case 'deep-client-field-repair': {
+        const { added } = await deepRoot(store, 'swamp', 5_000);
+        const run = await runCli(['repair', '--config', config]);
+        expect((await readIndex(store, 'swamp/.datastore-index.json'))!.entries.has(added)).toBe(true);
+        return run;
+      }
+      case 'cr-key-listed': {
+        const keys = ['files/cr\rkey.txt', 'files/cr\rdir/a.txt', 'files/a+b c.txt'];
+        await putObjects(store, Object.fromEntries(keys.map((k) => [`swamp/${k}`, k])));
+        const run = await runCli(['repair', '--config', config]);
+        expect([...(await readIndex(store, 'swamp/.datastore-index.json'))!.entries.keys()].sort()).toEqual([...keys].sort());
         return run;
       }
       default:

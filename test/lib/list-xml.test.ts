@@ -2,7 +2,7 @@
  * The fast ListObjectsV2 reader: it must read what the SDK reads, and step aside (answer undefined,
  * so the SDK parses the page) for anything it does not handle.
  */
-import { type ListPage, S3Store } from '../../lambda/lib/internal';
+import { type ListPage, NotAListingError, S3Store } from '../../lambda/lib/internal';
 import { isoTime, parseListObjectsV2 } from '../../lambda/lib/list-xml';
 import { faultyClient } from '../helpers/s3';
 
@@ -85,12 +85,63 @@ describe('parseListObjectsV2', () => {
     ['a hexadecimal one past U+10FFFF', page(contents('p/&#x110000;'))],
     ['a reference to a surrogate', page(contents('p/&#xD800;'))],
     ['a reference to NUL', page(contents('p/&#0;'))],
-    ['URL-encoded keys', page(`<EncodingType>url</EncodingType>${contents('p/a%20b')}`)],
+    ['an encoding other than url', page(`<EncodingType>base64</EncodingType>${contents('p/a%20b')}`)],
+    ['a URL-encoded key that does not decode', page(`<EncodingType>url</EncodingType>${contents('p/a%E9b')}`)],
     ['a truncated page without a token', page(contents('p/x'), true)],
     ['an object without a size', page(contents('p/x').replace('<Size>5321</Size>', ''))],
     ['a time it cannot read', page(contents('p/x').replace('2026-05-04T15:20:00.000Z', 'yesterday'))],
   ])('steps aside for %s', (_, xml) => {
     expect(parseListObjectsV2(xml)).toBeUndefined();
+  });
+});
+
+describe('URL-encoded listings (encoding-type=url)', () => {
+  // S3 writes a space as +, moto as %20; a + in a key is %2B in both.
+  const encoded = `${contents('p/cr%0Dkey.txt')}${contents('p/a%2Bb+c%20d')}${contents('p/100%2525')}${contents('p/caf%C3%A9')}`;
+  const keys = ['p/cr\rkey.txt', 'p/a+b c d', 'p/100%25', 'p/caf\u00e9'];
+  const prefixes = '<CommonPrefixes><Prefix>p/sp+ace%0D/</Prefix></CommonPrefixes>';
+
+  it.each([
+    ['before the objects (as S3 writes it)', page(`<EncodingType>url</EncodingType>${encoded}${prefixes}`)],
+    ['after them (as moto writes it)', page(`${encoded}${prefixes}<EncodingType>url</EncodingType>`)],
+  ])('decodes keys and common prefixes, the element %s', (_, xml) => {
+    const parsed = parseListObjectsV2(xml)!;
+    expect(parsed.objects.map((o) => o.key)).toEqual(keys);
+    expect(parsed.prefixes).toEqual(['p/sp ace\r/']);
+  });
+
+  it('leaves the keys of an answer that does not say it is encoded as they are', () => {
+    expect(parseListObjectsV2(page(contents('p/a%2Bb+c')))!.objects[0].key).toBe('p/a%2Bb+c');
+  });
+
+  it('asks for encoding-type=url, and the SDK path decodes what the fast reader steps aside for', async () => {
+    const queries: Record<string, unknown>[] = [];
+    const xml = page(`<EncodingType>url</EncodingType>${contents('<![CDATA[p/cr%0Dkey]]>')}${prefixes}`);
+    const store = new S3Store(
+      faultyClient((req) => {
+        queries.push(req.query);
+        return { status: 200, body: xml };
+      }),
+      'bucket',
+    );
+    const pages: ListPage[] = [];
+    for await (const p of store.listPages({ prefix: 'p/' })) pages.push(p);
+    expect(queries[0]).toMatchObject({ 'encoding-type': 'url' });
+    expect(pages[0].objects.map((o) => o.key)).toEqual(['p/cr\rkey']);
+    expect(pages[0].prefixes).toEqual(['p/sp ace\r/']);
+  });
+
+  it('refuses, with a typed error, an encoded key that does not decode', async () => {
+    const xml = page(`<EncodingType>url</EncodingType>${contents('<![CDATA[p/a%E9b]]>')}`);
+    const store = new S3Store(
+      faultyClient(() => ({ status: 200, body: xml })),
+      'bucket',
+    );
+    const list = async (): Promise<void> => {
+      for await (const _ of store.listPages({ prefix: 'p/' })) return;
+    };
+    await expect(list()).rejects.toThrow(NotAListingError);
+    await expect(list()).rejects.toThrow(/"p\/a%E9b", which is not valid URL encoding.*check --endpoint/);
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import { mapLimit } from '../concurrency';
 import { type DatastoreIndex, type IndexEntry, parseIndex } from '../index-file';
+import { sameJson } from '../json-text';
 import { partitionKeyOf } from '../names';
 import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
@@ -85,9 +86,9 @@ function mirrorFileHolds(object: StoredObject | undefined, entries: ReadonlyMap<
   return true;
 }
 
-/** True when two entries hold the same fields with the same values, whatever the order their JSON had. */
+/** True when two entries hold the same fields with the same values, whatever the order their fields had; values of any depth. */
 function sameEntry(a: IndexEntry, b: IndexEntry): boolean {
   const fields = Object.keys(a);
   if (fields.length !== Object.keys(b).length) return false;
-  return fields.every((field) => field in b && JSON.stringify(a[field]) === JSON.stringify(b[field]));
+  return fields.every((field) => field in b && sameJson(a[field], b[field]));
 }

@@ -2,7 +2,7 @@
  * The monolith and the partition files beside it: dual-write (manifest version 1) mirrors, or files a
  * writer left on a plain monolith. The monolith is the truth; its mirror is refreshed as a client's push does.
  */
-import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../index-file';
+import { type DatastoreIndex, type IndexEntry, serializeIndex, serializePartitionFile } from '../index-file';
 import { partitionOf } from '../keys';
 import { indexKeyOf, manifestKeyOf, partitionKeyOf, publishRecordKey } from '../names';
 import { mapLimit } from '../concurrency';
@@ -121,7 +121,7 @@ async function writeMirror(
   const read = live.mirror?.read;
   let whole = true;
   let conflict: string | undefined;
-  const attempt = async (key: string, body: string, condition: WriteCondition | undefined): Promise<void> => {
+  const attempt = async (key: string, body: string | Buffer, condition: WriteCondition | undefined): Promise<void> => {
     try {
       if ((await store.put(key, body, condition)).status === 'conflict') conflict ??= key;
     } catch (err) {
@@ -131,9 +131,9 @@ async function writeMirror(
   };
   await mapLimit(targets, 8, (partition) => {
     // A partition emptied by this change keeps a file with no entries rather than a stale one.
-    const entries = Object.fromEntries(grouped.get(partition) ?? new Map<string, IndexEntry>());
+    const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
     const condition = conditional && read?.has(partition) ? conditionFor(read.get(partition)) : undefined;
-    return attempt(partitionKeyOf(scope, partition), JSON.stringify({ version: 1, entries }), condition);
+    return attempt(partitionKeyOf(scope, partition), serializePartitionFile(entries), condition);
   });
   if (dualWrite && grouped.size > 0 && !conflict) {
     const meta: MirrorMeta = { version: 1, partitions: [...grouped.keys()].sort() };
