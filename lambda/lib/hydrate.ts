@@ -57,13 +57,17 @@ interface OpenCache {
   close(): Promise<void>;
 }
 
+/** Refuses an empty cache path: it means the current folder, and an unset shell variable would hydrate wherever the user stands. */
+function refuseEmptyCacheDir(cacheDir: string): void {
+  if (cacheDir.trim() === '') throw new CacheError('The cache folder is empty', 'Give --cache the path of a folder');
+}
+
 /**
  * Opens the cache: makes it, resolves its real path (every write must stay under it), and takes its lock,
  * which also proves it can be written before anything is downloaded.
  */
 async function openCache(options: HydrateOptions): Promise<OpenCache> {
-  // An empty path is the current folder: an unset shell variable would hydrate wherever the user stands.
-  if (options.cacheDir.trim() === '') throw new CacheError('The cache folder is empty', 'Give --cache the path of a folder');
+  refuseEmptyCacheDir(options.cacheDir);
   await makeFolder(resolve(options.cacheDir));
   const dir = await realpath(resolve(options.cacheDir));
   const lock = await CacheLock.take(dir, options.onCacheWait);
@@ -204,7 +208,7 @@ export interface HealAndHydrateReport {
  */
 export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
   // Checked before the heal, though the cache is made only after it: a failed heal leaves no folder behind.
-  if (options.cacheDir.trim() === '') throw new CacheError('The cache folder is empty', 'Give --cache the path of a folder');
+  refuseEmptyCacheDir(options.cacheDir);
   const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
   const report = heal.scopes.find((s) => s.namespace === options.namespace);
   if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
