@@ -1,18 +1,22 @@
 /**
  * The hydrate rows of the benchmark: `datastore-indexer hydrate` of an unindexed root (heal, then download
- * every file), `rclone copy --transfers 32` and `aws s3 sync` of the same root on the S3 model, each into an
- * empty folder, each a child process whose CPU time (user + sys, from the shell's `times`) is counted.
+ * every file), rclone copy as a user after speed runs it (`--transfers 32` with `--checkers 32`, with
+ * `--fast-list`, with both; and its default 8 checkers, labelled so) and `aws s3 sync` of the same root on
+ * the S3 model, each into an empty folder, each a child process whose CPU time (user + sys, from the shell's
+ * `times`) is counted, each run with the machine's load beside it (bench/load.ts).
  *
- * Alone, for choosing the default concurrency:
+ * Alone, for choosing the default concurrency or measuring under a known load:
  *   npx tsx bench/hydrate.ts [--objects 5000] [--latency-ms 30] [--runs 3] [--concurrency 8,16,32,64] [--no-peers]
- *                            [--baseline-cli <another checkout>/dist/cli/cli.js]
+ *                            [--baseline-cli <another checkout>/dist/cli/cli.js] [--busy-cores N]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type LoadReading, busyCores, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
+import { type ChildRun, timed } from './child-cpu';
 import { type ModelProcess, startModelProcess } from './model';
 import { type Row, median, table } from './report';
 import { type Target, type Timing, rcloneEnv, unindex } from './rows';
@@ -20,76 +24,37 @@ import { type Target, type Timing, rcloneEnv, unindex } from './rows';
 const REPO = join(__dirname, '..');
 const CLI = join(REPO, 'dist', 'cli', 'cli.js');
 
-/** A child's run: wall seconds, CPU seconds (user, sys) of it and its children, and its stdout. */
-interface ChildRun {
-  readonly seconds: number;
-  readonly userS: number;
-  readonly sysS: number;
-  readonly stdout: string;
-}
-
-/** `1m2.5s` (the shell's `times`) in seconds. */
-function shellSeconds(text: string): number {
-  const m = /^(\d+)m([\d.]+)s$/.exec(text.trim());
-  if (!m) throw new Error(`unexpected times output: ${text}`);
-  return Number(m[1]) * 60 + Number(m[2]);
-}
-
-/** Runs a command under `sh`, whose `times` then gives the command's CPU (user and sys, children included). */
-async function timed(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<ChildRun> {
-  const dir = await mkdtemp(join(tmpdir(), 'bench-times-'));
-  const timesFile = join(dir, 'times');
-  try {
-    const script = 'f=$1; shift; "$@"; s=$?; times > "$f"; exit $s';
-    return await new Promise<ChildRun>((resolve, reject) => {
-      const started = performance.now();
-      const child = spawn('sh', ['-c', script, 'sh', timesFile, command, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-      child.on('error', reject);
-      child.on('exit', (code) => {
-        const seconds = (performance.now() - started) / 1000;
-        if (code !== 0) return reject(new Error(`${command} exited with ${code}: ${stderr.trim()}`));
-        readFile(timesFile, 'utf8').then((times) => {
-          // Line 1: the shell's own times; line 2: its children's, the command's.
-          const [userS, sysS] = times.trim().split('\n')[1].trim().split(/\s+/).map(shellSeconds);
-          resolve({ seconds, userS, sysS, stdout });
-        }, reject);
-      });
-    });
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
 /** Regular files under `dir`, recursively. */
 async function countFiles(dir: string): Promise<number> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   return entries.filter((e) => e.isFile()).length;
 }
 
-/** A child's run as a Timing: files, and CPU per file in `detail`. */
-function timing(run: ChildRun, files: number, counts: Record<string, number>): Timing {
+/** A child's run as a Timing: files, CPU per file in `detail`, and the load beside it. */
+function timing(run: ChildRun, files: number, counts: Record<string, number>, load: LoadReading): Timing {
   const cpuMs = (run.userS + run.sysS) * 1000;
   return {
     seconds: run.seconds,
     objects: files,
     requests: Object.values(counts).reduce((a, b) => a + b, 0),
     detail: { ...counts, userS: run.userS, sysS: run.sysS, cpuMsPerFile: files > 0 ? cpuMs / files : NaN, filesPerS: files / run.seconds },
+    load,
   };
 }
 
-/** Runs `copy` into an empty folder of an unindexed root, counting the model's requests and the files written. */
+/** Runs `copy` into an empty folder of an unindexed root, counting the model's requests, the files written and the load. */
 async function intoEmptyFolder(model: ModelProcess, target: Target, copy: (dir: string) => Promise<ChildRun>): Promise<Timing> {
   await unindex(target);
   const dir = await mkdtemp(join(tmpdir(), 'bench-hydrate-'));
   try {
     await model.reset();
+    const modelCpuBefore = await model.cpuMs();
+    const probe = startLoadProbe();
     const run = await copy(dir);
+    const modelCpu = (await model.cpuMs()) - modelCpuBefore;
+    const load = probe.stop((run.userS + run.sysS) * 1000 + modelCpu);
     const counts = (await model.counts()) as Record<string, number>;
-    return timing(run, await countFiles(dir), counts);
+    return timing(run, await countFiles(dir), counts, load);
   } finally {
     await rm(dir, { recursive: true, force: true });
     await unindex(target);
@@ -125,13 +90,24 @@ function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: 
   };
 }
 
+/** rclone copy's flags in each row: what a user after speed sets (the tuned rows), and its default checkers. */
+export const RCLONE_COPY_ROWS = {
+  'rclone copy --transfers 32 --checkers 32': ['--transfers', '32', '--checkers', '32'],
+  'rclone copy --transfers 32 --fast-list': ['--transfers', '32', '--fast-list'],
+  'rclone copy --transfers 32 --checkers 32 --fast-list': ['--transfers', '32', '--checkers', '32', '--fast-list'],
+  'rclone copy --transfers 32 (default 8 checkers, untuned)': ['--transfers', '32'],
+} as const satisfies Record<string, readonly string[]>;
+
+/** The rows a user tuned for speed: the fastest of these is what hydrate is held against. */
+const TUNED_RCLONE = Object.keys(RCLONE_COPY_ROWS).filter((name) => !name.includes('untuned'));
+
 /**
- * `rclone copy --transfers 32` of the root into `dir`, through a remote configured from the environment; with
- * `--fast-list` it lists the root in one recursive walk rather than a listing per folder.
+ * `rclone copy` of the root into `dir` with `flags`, through a remote configured from the environment;
+ * `--fast-list` lists the root in one recursive walk rather than a listing per folder, `--checkers` lists
+ * and compares that many folders at once.
  */
-function rcloneCopy(target: Target, fastList = false): (dir: string) => Promise<ChildRun> {
+function rcloneCopy(target: Target, flags: readonly string[]): (dir: string) => Promise<ChildRun> {
   const env = rcloneEnv(target, childEnv());
-  const flags = ['--transfers', '32', ...(fastList ? ['--fast-list'] : [])];
   return (dir) => timed('rclone', ['copy', ...flags, `bench:${target.bucket}/${target.prefix}`, dir], env);
 }
 
@@ -200,8 +176,8 @@ export async function hydrateMeasures(
     const aws = toolVersion('aws');
     if (rclone) {
       versions.push(rclone);
-      measures['rclone copy --transfers 32'] = () => intoEmptyFolder(model, target, rcloneCopy(target));
-      measures['rclone copy --transfers 32 --fast-list'] = () => intoEmptyFolder(model, target, rcloneCopy(target, true));
+      for (const [name, flags] of Object.entries(RCLONE_COPY_ROWS))
+        measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags));
     } else missing.push('rclone copy: skipped, rclone is not installed (apt-get install -y rclone)');
     if (aws) {
       versions.push(aws.split(' ')[0]);
@@ -214,34 +190,55 @@ export async function hydrateMeasures(
 const med = (timings: readonly Timing[] | undefined, pick: (t: Timing) => number = (t) => t.seconds): number | undefined =>
   timings?.length ? median(timings.map(pick)) : undefined;
 
-/** Table rows for the hydrate measures: seconds (speedup against rclone copy), files/s, CPU per file. */
+/** The fastest tuned rclone row measured (by median seconds), if any. */
+export function fastestTunedRclone(timings: Record<string, Timing[]>): string | undefined {
+  const measured = TUNED_RCLONE.filter((name) => timings[name]?.length);
+  return measured.sort((a, b) => med(timings[a])! - med(timings[b])!)[0];
+}
+
+/** Table rows for the hydrate measures: seconds (speedup against the fastest tuned rclone), files/s, CPU per file, load. */
 export function hydrateRows(timings: Record<string, Timing[]>, names: readonly string[], missing: readonly string[]): Row[] {
-  const floor = med(timings['rclone copy --transfers 32']);
+  const rival = fastestTunedRclone(timings);
+  const floor = rival ? med(timings[rival]) : undefined;
   const rows: Row[] = names.map((name) => {
     const t = timings[name];
     const cpu = `${med(t, (x) => x.detail!.userS)!.toFixed(2)} + ${med(t, (x) => x.detail!.sysS)!.toFixed(2)} s CPU`;
+    const loads = t.map((x) => x.load).filter((l): l is LoadReading => l !== undefined);
     return {
-      name,
+      name: name === rival ? `${name} (fastest rclone)` : name,
       seconds: med(t),
       floor,
       requests: med(t, (x) => x.requests),
-      note: `${med(t, (x) => x.objects)} files, ${med(t, (x) => x.detail!.filesPerS)!.toFixed(0)} files/s, ${cpu}, ${med(t, (x) => x.detail!.cpuMsPerFile)!.toFixed(2)} ms CPU per file`,
+      note:
+        `${med(t, (x) => x.objects)} files, ${med(t, (x) => x.detail!.filesPerS)!.toFixed(0)} files/s, ${cpu}, ` +
+        `${med(t, (x) => x.detail!.cpuMsPerFile)!.toFixed(2)} ms CPU per file` +
+        (loads.length ? `; ${describeLoad(worstLoad(loads))}` : ''),
     };
   });
   return [...rows, ...missing.map((note) => ({ name: note.split(':')[0], note: note.slice(note.indexOf(':') + 2) }))];
 }
 
-/** The hydrate figures of `--json`. */
-export function hydrateJson(timings: Record<string, Timing[]>, objects: number): Record<string, number | null> {
-  const s = (name: string): number | null => med(timings[name]) ?? null;
+/** The hydrate figures of `--json`: `rcloneCopyS` and `rcloneCopyRequests` are the fastest tuned rclone row's. */
+export function hydrateJson(timings: Record<string, Timing[]>, objects: number): Record<string, number | string | null> {
+  const s = (name: string | undefined): number | null => (name ? (med(timings[name]) ?? null) : null);
+  const rival = fastestTunedRclone(timings);
+  const loads = Object.values(timings)
+    .flat()
+    .map((t) => t.load)
+    .filter((l): l is LoadReading => l !== undefined);
   return {
     hydrateObjects: objects,
     hydrateS: s('hydrate'),
     hydrateCpuMsPerFile: med(timings.hydrate, (t) => t.detail!.cpuMsPerFile) ?? null,
-    rcloneCopyS: s('rclone copy --transfers 32'),
-    rcloneCopyCpuMsPerFile: med(timings['rclone copy --transfers 32'], (t) => t.detail!.cpuMsPerFile) ?? null,
-    rcloneCopyFastListS: s('rclone copy --transfers 32 --fast-list'),
+    hydrateRequests: med(timings.hydrate, (t) => t.requests) ?? null,
+    rcloneCopyS: s(rival),
+    rcloneCopyRow: rival ?? null,
+    rcloneCopyRequests: rival ? (med(timings[rival], (t) => t.requests) ?? null) : null,
+    rcloneCopyCpuMsPerFile: rival ? (med(timings[rival], (t) => t.detail!.cpuMsPerFile) ?? null) : null,
+    rcloneCopyUntunedS: s('rclone copy --transfers 32 (default 8 checkers, untuned)'),
     awsS3SyncS: s('aws s3 sync'),
+    hydrateBusyCores: busyCores(),
+    hydrateOtherCoresWorst: loads.length ? worstLoad(loads).otherCores : null,
   };
 }
 
@@ -249,7 +246,7 @@ export function hydrateJson(timings: Record<string, Timing[]>, objects: number):
 export interface HydrateBenchResult {
   readonly header: string;
   readonly table: string;
-  readonly json: Record<string, number | null>;
+  readonly json: Record<string, number | string | null>;
 }
 
 /** Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports medians. */
@@ -264,16 +261,19 @@ export async function hydrateBench(model: ModelProcess, o: HydrateBenchOptions &
       const d = t.detail!;
       process.stderr.write(
         `  run ${r + 1}/${o.runs} ${name}: ${t.seconds.toFixed(3)} s, ${t.objects} files, ${d.userS.toFixed(2)} + ${d.sysS.toFixed(2)} s CPU, ` +
-          `${t.requests} requests (${d.GetObject ?? 0} GET, ${d.HeadObject ?? 0} HEAD), load ${loadavg()[0].toFixed(1)}\n`,
+          `${t.requests} requests (${d.GetObject ?? 0} GET, ${d.HeadObject ?? 0} HEAD, ${d.ListObjectsV2 ?? 0} LIST), ${describeLoad(t.load!)}\n`,
       );
     }
   }
+  const readings = Object.values(timings)
+    .flat()
+    .map((t) => t.load!);
   return {
     header:
       `hydrate into an empty folder: ${o.objects} objects under ${HYDRATE_TARGET.prefix}/ (index absent), ${model.latencyMs} ms per request, ` +
       `medians of ${o.runs} run(s), CPU = user + sys of the child; load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}` +
       (versions.length ? `; ${versions.join('; ')}` : ''),
-    table: table(hydrateRows(timings, Object.keys(measures), missing)),
+    table: `${table(hydrateRows(timings, Object.keys(measures), missing))}\n${loadVerdict(readings)}`,
     json: hydrateJson(timings, o.objects),
   };
 }
@@ -287,6 +287,7 @@ async function main(): Promise<void> {
       concurrency: { type: 'string' },
       'no-peers': { type: 'boolean' },
       'baseline-cli': { type: 'string' },
+      'busy-cores': { type: 'string', default: '0' },
     },
   });
   process.env.AWS_ACCESS_KEY_ID ??= 'bench';
@@ -294,6 +295,7 @@ async function main(): Promise<void> {
   process.env.AWS_REGION ??= 'us-east-1';
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const model = await startModelProcess(Number(values['latency-ms']));
+  startBusyCores(Number(values['busy-cores']));
   try {
     const result = await hydrateBench(model, {
       objects: Number(values.objects),
@@ -306,6 +308,7 @@ async function main(): Promise<void> {
       `${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`,
     );
   } finally {
+    stopBusyCores();
     await model.stop();
   }
 }

@@ -2,11 +2,12 @@
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createS3Client, mapLimit } from '../lambda/lib/internal';
 import { startMoto } from '../support/moto';
+import { processCpuMs } from './load';
 import { syntheticKey } from './synthetic';
 import type { Target } from './rows';
 
 /** A moto server holding `objects` swamp-shaped objects under `root/` of bucket `bench`. */
-export async function seededMoto(objects: number): Promise<{ target: Target; stop: () => Promise<void> }> {
+export async function seededMoto(objects: number): Promise<{ target: Target; cpuMs: () => Promise<number>; stop: () => Promise<void> }> {
   const moto = await startMoto();
   const client = createS3Client({ endpoint: moto.endpoint, forcePathStyle: true });
   try {
@@ -23,5 +24,9 @@ export async function seededMoto(objects: number): Promise<{ target: Target; sto
   } finally {
     client.destroy();
   }
-  return { target: { endpoint: moto.endpoint, bucket: 'bench', prefix: 'root' }, stop: () => moto.stop() };
+  return {
+    target: { endpoint: moto.endpoint, bucket: 'bench', prefix: 'root' },
+    cpuMs: async () => processCpuMs(moto.process.pid),
+    stop: () => moto.stop(),
+  };
 }

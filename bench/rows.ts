@@ -2,10 +2,12 @@
  * What the benchmark times against an S3 endpoint: a bare ListObjectsV2 loop (the floor), a full heal
  * with either lister, and rclone listing the same root.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { type DatastoreRoot, type Lister, INDEX_KEY, LOCK_KEY, S3Store, createS3Client, healRoot, rootBase } from '../lambda/lib/internal';
+import { timed } from './child-cpu';
 import { meterDepth } from './depth';
+import type { LoadReading } from './load';
 
 /** One timed run: seconds, what was seen, and requests sent. */
 export interface Timing {
@@ -14,6 +16,8 @@ export interface Timing {
   readonly requests: number;
   /** Extra figures of the run (listing and publish time of a heal). */
   readonly detail?: Record<string, number>;
+  /** What else ran on the machine meanwhile. */
+  readonly load?: LoadReading;
 }
 
 /** Where the root under test lives. */
@@ -29,6 +33,7 @@ export async function rawSequential(target: Target): Promise<Timing> {
   const client = new S3Client({ endpoint: target.endpoint, forcePathStyle: true, region: process.env.AWS_REGION ?? 'us-east-1' });
   try {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     let objects = 0;
     let requests = 0;
     let token: string | undefined;
@@ -40,7 +45,9 @@ export async function rawSequential(target: Target): Promise<Timing> {
       objects += out.KeyCount ?? 0;
       token = out.IsTruncated ? out.NextContinuationToken : undefined;
     } while (token);
-    return { seconds: (performance.now() - started) / 1000, objects, requests };
+    const used = process.cpuUsage(cpu);
+    const cpuMs = (used.user + used.system) / 1000;
+    return { seconds: (performance.now() - started) / 1000, objects, requests, detail: { cpuMs, listCpuMsPerPage: cpuMs / requests } };
   } finally {
     client.destroy();
   }
@@ -67,13 +74,19 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
   const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
   const meter = meterDepth(store.client, process.env.BENCH_TRACE === '1');
   let listingDepth = 0;
+  let listingCpuMs = 0;
   const measured: Lister = async function* (s, prefix) {
+    const cpu = process.cpuUsage();
     yield* lister(s, prefix);
+    const used = process.cpuUsage(cpu);
+    listingCpuMs = (used.user + used.system) / 1000;
     listingDepth = meter.depth();
   };
   try {
     const started = performance.now();
+    const cpu = process.cpuUsage();
     const report = await healRoot(store, root, { mode: 'repair', lister: measured });
+    const used = process.cpuUsage(cpu);
     const seconds = (performance.now() - started) / 1000;
     const scope = report.scopes.find((s) => !s.namespace);
     if (!scope?.published) throw new Error(`the heal of s3://${target.bucket}/${target.prefix} published nothing`);
@@ -88,6 +101,8 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
         lists: store.requests.ListObjectsV2 ?? 0,
         listingDepth,
         publishDepth: meter.depth() - listingDepth,
+        cpuMs: (used.user + used.system) / 1000,
+        listCpuMsPerPage: listingCpuMs / Math.max(1, store.requests.ListObjectsV2 ?? 0),
       },
     };
   } finally {
@@ -128,28 +143,15 @@ export function rcloneEnv(target: Target, base: NodeJS.ProcessEnv): NodeJS.Proce
  * (`RCLONE_CONFIG_BENCH_*`, S3 provider Other, path style, ListObjectsV2, 1,000 keys a page),
  * with the listing's own times (`--use-server-modtime`, no HeadObject per file), as fast as rclone goes.
  */
-export function rcloneList(target: Target, mode: RcloneMode): Promise<Timing> {
+export async function rcloneList(target: Target, mode: RcloneMode): Promise<Timing> {
   const env = rcloneEnv(target, process.env);
   delete env.AWS_CA_BUNDLE;
   const args = ['lsjson', '-R', '--files-only', '--no-mimetype', '--use-server-modtime', '--s3-list-chunk', '1000'];
   if ('fastList' in mode) args.push('--fast-list');
   else args.push('--checkers', String(mode.checkers));
   args.push(`bench:${target.bucket}/${target.prefix}`);
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn('rclone', args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let lines = 0;
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      for (const byte of chunk) if (byte === 0x0a) lines++;
-    });
-    child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-2000)));
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      const seconds = (performance.now() - started) / 1000;
-      if (code !== 0) return reject(new Error(`rclone exited with ${code}: ${stderr.trim()}`));
-      // One object per line between "[" and "]".
-      resolve({ seconds, objects: Math.max(0, lines - 2), requests: 0 });
-    });
-  });
+  const run = await timed('rclone', args, env);
+  // One object per line between "[" and "]".
+  const lines = run.stdout.split('\n').filter((line) => line.length > 0).length;
+  return { seconds: run.seconds, objects: Math.max(0, lines - 2), requests: 0, detail: { childCpuMs: (run.userS + run.sysS) * 1000 } };
 }

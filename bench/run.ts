@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister, sequentialLister } from '../lambda/lib/internal';
 import { freshnessBench } from './freshness';
+import { type LoadReading, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
 import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
@@ -25,7 +26,7 @@ import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneL
 
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
-                       [--hydrate-objects N]
+                       [--hydrate-objects N] [--busy-cores N]
                        [--quick] [--json]`;
 
 interface Options {
@@ -42,6 +43,8 @@ interface Options {
   /** Objects of the root the hydrate rows download (bench/hydrate.ts); 0 skips them. */
   readonly hydrateObjects: number;
   readonly rclone: boolean;
+  /** Processes that keep a core busy each for the whole run: a known load to measure under. */
+  readonly busyCores: number;
   readonly json: boolean;
   readonly quick: boolean;
 }
@@ -58,6 +61,7 @@ function options(): Options {
       'heal-entries': { type: 'string' },
       'moto-objects': { type: 'string' },
       'hydrate-objects': { type: 'string' },
+      'busy-cores': { type: 'string' },
       'no-moto': { type: 'boolean' },
       'no-rclone': { type: 'boolean' },
       quick: { type: 'boolean' },
@@ -89,6 +93,7 @@ function options(): Options {
     motoObjects: values['no-moto'] ? 0 : int('moto-objects', quick ? 300 : 2_000, 0),
     hydrateObjects: int('hydrate-objects', quick ? 1_000 : 5_000, 0),
     rclone: !values['no-rclone'],
+    busyCores: int('busy-cores', 0, 0),
     json: values.json ?? false,
     quick,
   };
@@ -108,14 +113,31 @@ function child(script: string, args: string[]): Record<string, number> {
 
 const offline = (args: string[]): Record<string, number> => child('offline-child.ts', args);
 
-/** Medians of each measure over `runs` rounds, the measures taking turns within a round. */
-async function rounds(runs: number, measures: Record<string, () => Promise<Timing>>): Promise<Record<string, Timing[]>> {
+/** Every load reading of this run's rows, for the verdict at the end. */
+const readings: LoadReading[] = [];
+
+/**
+ * Medians of each measure over `runs` rounds, the measures taking turns within a round, each with the load
+ * beside it; `modelCpuMs` reads the CPU of the endpoint's process, so only other processes count as load.
+ */
+async function rounds(
+  runs: number,
+  measures: Record<string, () => Promise<Timing>>,
+  modelCpuMs: () => Promise<number> = async () => 0,
+): Promise<Record<string, Timing[]>> {
   const out: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
   for (let r = 0; r < runs; r++) {
     for (const [name, measure] of Object.entries(measures)) {
-      const timing = await measure();
+      const modelBefore = await modelCpuMs();
+      const probe = startLoadProbe();
+      const measured = await measure();
+      const load = measured.load ?? probe.stop((measured.detail?.childCpuMs ?? 0) + (await modelCpuMs()) - modelBefore);
+      readings.push(load);
+      const timing = { ...measured, load };
       out[name].push(timing);
-      log(`  run ${r + 1}/${runs} ${name}: ${timing.seconds.toFixed(3)} s, ${timing.objects} objects, ${timing.requests || '?'} requests`);
+      log(
+        `  run ${r + 1}/${runs} ${name}: ${timing.seconds.toFixed(3)} s, ${timing.objects} objects, ${timing.requests || '?'} requests, ${describeLoad(load)}`,
+      );
     }
   }
   return out;
@@ -140,7 +162,15 @@ async function main(): Promise<void> {
   process.env.AWS_REGION ??= 'us-east-1';
   delete process.env.AWS_PROFILE;
   const loadBefore = loadavg()[0];
+  startBusyCores(o.busyCores);
+  try {
+    await measureAll(o, loadBefore);
+  } finally {
+    stopBusyCores();
+  }
+}
 
+async function measureAll(o: Options, loadBefore: number): Promise<void> {
   log(`offline: building and serialising a ${o.indexEntries}-entry index (child process)`);
   const index = offline(['index', String(o.indexEntries)]);
   log(`offline: applying a 1000-event delta to a 100000-entry index`);
@@ -153,7 +183,7 @@ async function main(): Promise<void> {
   let timings: Record<string, Timing[]>;
   let fullHeal: Record<string, number> | undefined;
   let hydrate: HydrateBenchResult | undefined;
-  const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 16': { checkers: 16 } };
+  const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 32': { checkers: 32 } };
   try {
     await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
     const measures = coreMeasures(target, o.parallelism);
@@ -167,7 +197,7 @@ async function main(): Promise<void> {
         };
       }
     }
-    timings = await rounds(o.runs, measures);
+    timings = await rounds(o.runs, measures, () => model.cpuMs());
     if (o.hydrateObjects > 0) {
       log(`s3-model: hydrate, rclone copy and aws s3 sync of ${o.hydrateObjects} objects`);
       hydrate = await hydrateBench(model, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
@@ -187,7 +217,7 @@ async function main(): Promise<void> {
     const model2 = await startModelProcess(o.secondLatencyMs);
     try {
       await model2.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
-      second = await rounds(o.runs, coreMeasures({ ...target, endpoint: model2.endpoint }, o.parallelism));
+      second = await rounds(o.runs, coreMeasures({ ...target, endpoint: model2.endpoint }, o.parallelism), () => model2.cpuMs());
     } finally {
       await model2.stop();
     }
@@ -198,7 +228,7 @@ async function main(): Promise<void> {
     log(`moto: seeding ${o.motoObjects} objects`);
     const seeded = await seededMoto(o.motoObjects);
     try {
-      moto = await rounds(Math.min(o.runs, 3), coreMeasures(seeded.target, o.parallelism));
+      moto = await rounds(Math.min(o.runs, 3), coreMeasures(seeded.target, o.parallelism), seeded.cpuMs);
     } finally {
       await seeded.stop();
     }
@@ -322,6 +352,7 @@ async function main(): Promise<void> {
   }
   out.push('', fresh.table);
   if (hydrate) out.push('', hydrate.header, '', hydrate.table);
+  out.push('', `heal rows: ${loadVerdict(readings)}`);
   process.stdout.write(`${out.join('\n')}\n`);
   if (o.json) {
     const result = {
@@ -337,6 +368,8 @@ async function main(): Promise<void> {
       rclone: Object.fromEntries(rcloneTimes),
       parallelSpeedup: raw / healParallel,
       sequentialOverFloor: healSequential / raw,
+      listCpuMsPerPage: detail('healParallel', 'listCpuMsPerPage'),
+      rawListCpuMsPerPage: detail('raw', 'listCpuMsPerPage'),
       listingS: detail('healParallel', 'listingS'),
       listingDepth: detail('healParallel', 'listingDepth'),
       publishS: detail('healParallel', 'publishS'),
@@ -375,6 +408,9 @@ async function main(): Promise<void> {
       ...(hydrate?.json ?? { hydrateS: null, hydrateCpuMsPerFile: null, rcloneCopyS: null, awsS3SyncS: null }),
       cpus: cpus().length,
       loadAverage: [loadBefore, loadavg()[0]],
+      loadAvg: loadavg()[0],
+      busyCores: o.busyCores,
+      otherCoresWorst: readings.length ? worstLoad(readings).otherCores : null,
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   }
