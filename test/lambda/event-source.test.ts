@@ -123,7 +123,10 @@ describe('the emulated SQS event source', () => {
     const source = start(handlerEnv({ bucket: fx.store.bucket, prefixes: 'p' }), fx.queueUrl, { windowMs: 1000, maxConcurrency: 2 });
     await sqs.send(new SendMessageCommand({ QueueUrl: fx.queueUrl, MessageBody: '{not json' }));
     await source.drained();
-    expect(source.invocations.filter((i) => i.failed === 1)).toHaveLength(2);
+    // Counted as receives, not invocations: on a slow machine the visibility timeout can pass inside one
+    // batching window, and the same message then comes twice in one batch.
+    const receives = source.invocations.filter((i) => i.failed > 0).reduce((sum, i) => sum + i.records, 0);
+    expect(receives).toBe(2);
     expect(await fx.deadLetters()).toBe(1);
   });
 });
