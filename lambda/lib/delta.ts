@@ -129,7 +129,7 @@ export async function applyDelta(
       if (read && [...effective.keys()].some((rel) => !read.has(partitionOf(rel)!)))
         return { facts: { ...noPlan(live), outsideRead: true } };
     }
-    effective = await withStaleEventsChecked(store, scope, live.index, effective);
+    effective = await withStaleEventsChecked(store, scope, live.index, effective, resolved.observed);
     const applied = applyChanges(live.index, effective);
     const facts: DeltaFacts = { noIndex: false, offered: resolved.changes.size, unshardable, refusedKeys, applied, resolved };
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
@@ -200,8 +200,11 @@ async function withStaleEventsChecked(
   scope: IndexScope,
   index: DatastoreIndex,
   changes: ReadonlyMap<string, ObjectChange>,
+  asked?: ReadonlyMap<string, ObjectChange>,
 ): Promise<ReadonlyMap<string, ObjectChange>> {
   const suspects = [...changes].filter(([rel, c]) => {
+    // What a re-check just asked S3 is not asked again.
+    if (asked?.get(rel) === c) return false;
     const entry = index.entries.get(rel);
     return entry !== undefined && (c.kind === 'removed' || entry.size !== c.size);
   });
