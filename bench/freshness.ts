@@ -13,8 +13,11 @@
  * partition that holds it). Cost: the indexer's S3 requests (all requests minus the uploads) and the
  * bytes it wrote, per 1,000 uploads, re-checks included.
  *
+ * Requests are also priced by S3 Standard's request classes (bench/cost.ts).
+ *
  *   npx tsx bench/freshness.ts [--latency-ms 80] [--window-s 1] [--max-concurrency 2] [--sqs model|moto]
- *                              [--entries 1000,100000] [--bursts 1,100,5000] [--layouts monolith,dual-write,shard-first] [--json]
+ *                              [--entries 1000,100000] [--partitions 0,1000] [--bursts 1,100,5000] [--uploads 5]
+ *                              [--layouts monolith,dual-write,shard-first] [--json]
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -24,8 +27,10 @@ import { S3Store, SHARD_META_KEY, createS3Client, healRoot, mapLimit, parallelLi
 import { lambdaWorkers, startEventSource } from '../support/event-source';
 import { startMoto } from '../support/moto';
 import type { EventHostRequest, KeyFreshness, WriteStats } from './event-host';
+import { describe, freshnessJson, freshnessTable } from './freshness-report';
 import { type HostProcess, type WithoutId, forkHost } from './host';
 import { startSqsModel } from './sqs-model';
+import { SWAMP_PARTITIONS } from '../support/s3-model/seed';
 
 /** The stack's default batching window (infra/private/validate.ts), in seconds. */
 export const DEFAULT_WINDOW_S = 1;
@@ -38,6 +43,8 @@ export interface FreshnessOptions {
   readonly maxConcurrency: number;
   /** Entries of the roots the bursts land on. */
   readonly entries: readonly number[];
+  /** Index partitions of those roots (each with each entry count); 0 is the swamp seed's own. @default [0] */
+  readonly partitions?: readonly number[];
   readonly bursts: readonly number[];
   readonly layouts: readonly Layout[];
   /** Uploads in flight at once (`aws s3 cp` sends 10). */
@@ -54,6 +61,8 @@ type Layout = 'monolith' | 'dual-write' | 'shard-first';
 /** The figures of one burst on one root. */
 export interface FreshnessCell {
   readonly entries: number;
+  /** Index partitions the root was seeded with (the swamp seed's own when not asked for more). */
+  readonly partitions: number;
   readonly layout: Layout;
   readonly burst: number;
   /** Uploads measured (a burst of 1 is repeated on a calm queue). */
@@ -94,9 +103,16 @@ function startHost(latencyMs: number): Promise<Host> {
 }
 
 /** A root of `entries` objects with a true index in `layout`, made by the library's own heal. */
-async function indexedRoot(host: Host, client: S3Client, bucket: string, entries: number, layout: Layout): Promise<void> {
+async function indexedRoot(
+  host: Host,
+  client: S3Client,
+  bucket: string,
+  entries: number,
+  partitions: number,
+  layout: Layout,
+): Promise<void> {
   await client.send(new CreateBucketCommand({ Bucket: bucket }));
-  await host.ask({ op: 'seed', bucket, options: { count: entries, prefix: 'root', layout: 'swamp' } });
+  await host.ask({ op: 'seed', bucket, options: { count: entries, prefix: 'root', layout: 'swamp', partitions: partitions || undefined } });
   const store = new S3Store(client, bucket);
   // A shard-first root is one whose manifest says version 2; the heal keeps that layout and fills it.
   if (layout === 'shard-first') await store.put(`root/${SHARD_META_KEY}`, JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
@@ -126,11 +142,13 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
   const client = createS3Client({ endpoint: host.endpoint, forcePathStyle: true }, { maxAttempts: 1 });
   const cells: FreshnessCell[] = [];
   try {
-    for (const entries of o.entries) {
+    for (const root of o.entries.flatMap((entries) => (o.partitions ?? [0]).map((partitions) => ({ entries, partitions })))) {
+      const { entries } = root;
+      const partitions = root.partitions || SWAMP_PARTITIONS;
       for (const layout of o.layouts) {
-        const bucket = `fresh-${entries}-${layout}`;
-        log(`freshness: seeding ${bucket} (${entries} objects, ${layout} index)`);
-        await indexedRoot(host, client, bucket, entries, layout);
+        const bucket = `fresh-${entries}-${partitions}-${layout}`;
+        log(`freshness: seeding ${bucket} (${entries} objects, ${partitions} partitions, ${layout} index)`);
+        await indexedRoot(host, client, bucket, entries, root.partitions, layout);
         const dlq = await sqs.send(new CreateQueueCommand({ QueueName: `${bucket}-dlq` }));
         const dlqArn = (await sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }))).Attributes!
           .QueueArn!;
@@ -212,6 +230,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
             const uploads = burst * rounds;
             const cell: FreshnessCell = {
               entries,
+              partitions,
               layout,
               burst,
               uploads,
@@ -253,77 +272,6 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
   return cells;
 }
 
-const mib = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MiB`;
-
-function describe(c: FreshnessCell): string {
-  return (
-    `${c.entries} entries ${c.layout}, burst ${c.burst}${c.burst === 1 ? ` x${c.uploads}` : ''}: ` +
-    `p50 ${(c.p50Ms / 1000).toFixed(2)} s, p99 ${(c.p99Ms / 1000).toFixed(2)} s, ${c.invocations} invocations, ` +
-    `median invocation ${(c.invocationP50Ms / 1000).toFixed(2)} s for ${c.batchP50} records, ` +
-    `${Math.round(c.requestsPer1kUploads)} requests and ${mib(c.bytesWrittenPer1kUploads)} written per 1k uploads, ` +
-    `${c.failedItems} failed items, ${c.deadLetters} dead letters, ${c.missing} missing; requests ${JSON.stringify(c.requestsByOperation)}`
-  );
-}
-
-/** The printed table of freshness and cost. */
-export function freshnessTable(
-  cells: readonly FreshnessCell[],
-  o: Pick<FreshnessOptions, 'latencyMs' | 'windowS' | 'maxConcurrency' | 'sqs'>,
-): string {
-  const head = [
-    'root',
-    'layout',
-    'burst',
-    'fresh p50 s',
-    'fresh p99 s',
-    'invocations',
-    'inv p50 s',
-    'batch p50',
-    'requests/1k',
-    'written/1k',
-    'failed',
-    'DLQ',
-    'upload s',
-  ];
-  const rows = cells.map((c) => [
-    String(c.entries),
-    c.layout,
-    c.burst === 1 ? `1 (x${c.uploads})` : String(c.burst),
-    (c.p50Ms / 1000).toFixed(2),
-    (c.p99Ms / 1000).toFixed(2),
-    String(c.invocations),
-    (c.invocationP50Ms / 1000).toFixed(2),
-    String(c.batchP50),
-    String(Math.round(c.requestsPer1kUploads)),
-    mib(c.bytesWrittenPer1kUploads),
-    String(c.failedItems),
-    String(c.deadLetters),
-    (c.uploadMs / 1000).toFixed(1),
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]): string => r.map((t, i) => (i < 2 ? t.padEnd(widths[i]) : t.padStart(widths[i]))).join('  ');
-  return [
-    `event path: S3 model at ${o.latencyMs} ms per request, S3 notifications into ${o.sqs === 'moto' ? 'moto SQS' : 'the SQS model (10 ms)'}, emulated event source ` +
-      `(batch 1000, window ${o.windowS} s, max concurrency ${o.maxConcurrency}), the Lambda bundle in child processes`,
-    line(head),
-    ...rows.map(line),
-  ].join('\n');
-}
-
-/** The `--json` fields: the 5,000-upload burst on the largest monolith root (or the largest burst measured). */
-export function freshnessJson(cells: readonly FreshnessCell[]): Record<string, unknown> {
-  const largest = Math.max(...cells.map((c) => c.entries));
-  const burst = Math.max(...cells.map((c) => c.burst));
-  const head = cells.find((c) => c.entries === largest && c.burst === burst && c.layout === 'monolith') ?? cells[cells.length - 1];
-  return {
-    freshP50Ms: head?.p50Ms ?? null,
-    freshP99Ms: head?.p99Ms ?? null,
-    requestsPer1kUploads: head?.requestsPer1kUploads ?? null,
-    bytesWrittenPer1kUploads: head?.bytesWrittenPer1kUploads ?? null,
-    freshness: cells,
-  };
-}
-
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -331,7 +279,9 @@ async function main(): Promise<void> {
       'window-s': { type: 'string' },
       'max-concurrency': { type: 'string' },
       entries: { type: 'string' },
+      partitions: { type: 'string' },
       bursts: { type: 'string' },
+      uploads: { type: 'string' },
       layouts: { type: 'string' },
       sqs: { type: 'string' },
       json: { type: 'boolean' },
@@ -347,6 +297,8 @@ async function main(): Promise<void> {
     windowS: Number(values['window-s'] ?? DEFAULT_WINDOW_S),
     maxConcurrency: Number(values['max-concurrency'] ?? 2),
     entries: list(values.entries, '1000,100000'),
+    partitions: list(values.partitions, '0'),
+    singles: Number(values.uploads ?? 5),
     bursts: list(values.bursts, '1,100,5000'),
     layouts: (values.layouts ?? 'monolith,shard-first').split(',') as Layout[],
     sqs: values.sqs === 'moto' ? 'moto' : 'model',

@@ -15,7 +15,7 @@ export function permissionsTable(): string {
   const rows = [
     '| action | resource | what for | why no data key |',
     '| --- | --- | --- | --- |',
-    '| `s3:ListBucket` | the bucket, `s3:prefix` `p`, `p/`, `p/*` | listing the root (namespaces are found by listing) | – |',
+    '| `s3:ListBucket` | the bucket, `s3:prefix` `p`, `p/`, `p/*` | listing the root (namespaces are found by listing); a re-check lists a folder holding many of its keys | – |',
     '| `s3:GetObject` | `bucket/p/*` | index, partition files, lock; HeadObject of entries that look stale; `hydrate` downloads | reads only |',
     ...grants.map((g) => `| ${g.actions.map(code).join(', ')} | ${code(`bucket/${g.pattern}`)} | ${g.what} | ${g.why} |`),
     "| `kms:Decrypt`, `kms:GenerateDataKey` | the bucket's key, SSE-KMS buckets only, through S3 | reading and writing encrypted objects | – |",

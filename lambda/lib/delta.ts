@@ -4,7 +4,7 @@ import { type ApplyResult, type ObjectChange, applyChanges } from './events';
 import type { DatastoreIndex } from './index-file';
 import { isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './layouts/types';
-import { scopeBase } from './names';
+import { observeKey, observeKeys } from './observe';
 import { type Plan, type PublishOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
@@ -129,7 +129,7 @@ export async function applyDelta(
       if (read && [...effective.keys()].some((rel) => !read.has(partitionOf(rel)!)))
         return { facts: { ...noPlan(live), outsideRead: true } };
     }
-    effective = await withStaleEventsChecked(store, scope, live.index, effective);
+    effective = await withStaleEventsChecked(store, scope, live.index, effective, resolved.observed);
     const applied = applyChanges(live.index, effective);
     const facts: DeltaFacts = { noIndex: false, offered: resolved.changes.size, unshardable, refusedKeys, applied, resolved };
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
@@ -200,8 +200,11 @@ async function withStaleEventsChecked(
   scope: IndexScope,
   index: DatastoreIndex,
   changes: ReadonlyMap<string, ObjectChange>,
+  asked?: ReadonlyMap<string, ObjectChange>,
 ): Promise<ReadonlyMap<string, ObjectChange>> {
   const suspects = [...changes].filter(([rel, c]) => {
+    // What a re-check just asked S3 is not asked again.
+    if (asked?.get(rel) === c) return false;
     const entry = index.entries.get(rel);
     return entry !== undefined && (c.kind === 'removed' || entry.size !== c.size);
   });
@@ -245,33 +248,6 @@ export function recheckChanges(
     }
     return { changes: new Map([...changes, ...observed]), observed, contradicted };
   };
-}
-
-/**
- * What S3 says now about some keys of a scope, as changes: a HeadObject per key, `created` with the
- * object's size and LastModified, or `removed` when it is gone. Used to re-check a delta that a client's
- * unconditional push may have erased.
- */
-export async function observeKeys(
-  store: S3Store,
-  scope: IndexScope,
-  rels: Iterable<string>,
-  concurrency = 16,
-): Promise<Map<string, ObjectChange>> {
-  const base = scopeBase(scope);
-  const observed = new Map<string, ObjectChange>();
-  await mapLimit(new Set(rels), concurrency, async (rel) => {
-    observed.set(rel, await observeKey(store, base + rel));
-  });
-  return observed;
-}
-
-/** What S3 says of one key now, as a change: `created` with its size and ETag, or `removed`. */
-async function observeKey(store: S3Store, key: string): Promise<ObjectChange> {
-  const info = await store.head(key);
-  return info
-    ? { bucket: store.bucket, key, kind: 'created', size: info.size, etag: info.etag, eventTime: info.lastModified.toISOString() }
-    : { bucket: store.bucket, key, kind: 'removed', eventTime: new Date().toISOString() };
 }
 
 /**

@@ -32,4 +32,5 @@ export * from './concurrency';
 export * from './notifications';
 export * from './namespaces';
 export * from './delta';
+export * from './observe';
 export * from './repair';

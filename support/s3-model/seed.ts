@@ -24,6 +24,11 @@ export interface SeedOptions {
   readonly seed?: number;
   /** The newest Last-Modified; objects are spread over the 30 days before it. */
   readonly lastModified?: Date;
+  /**
+   * Index partitions of the swamp layout at least (see CONTRACT.md): models `data/bench/model-<n>/` are
+   * added until the layout has this many. @default the layout's own, 119
+   */
+  readonly partitions?: number;
 }
 
 export interface SeedResult {
@@ -131,7 +136,10 @@ interface Group {
   quota: number;
 }
 
-function swampGroups(random: () => number): Group[] {
+/** Partitions of `swampGroups` without extra models: 3 folders of 30 models, 24 workflows, 5 plain folders. */
+export const SWAMP_PARTITIONS = 3 * 30 + 24 + 5;
+
+function swampGroups(random: () => number, partitions = SWAMP_PARTITIONS): Group[] {
   const groups: Group[] = [];
   const add = (folder: string, head: string, stem: string, suffixes: string[], medianSize: number, contentType: string): void => {
     groups.push({ folder, head, stem, suffixes, medianSize, contentType, weight: 0.2 + random(), quota: 0 });
@@ -167,6 +175,12 @@ function swampGroups(random: () => number): Group[] {
     add('telemetry', `telemetry/${day}/`, `telemetry/${day}/`, ['.json'], 1024, 'application/json');
   }
   add('files', 'files/shared/', 'files/shared/', ['.bin'], 8192, 'application/octet-stream');
+  // Each extra model is one more partition (`data--bench--model-<n>`).
+  for (let n = 0; n < partitions - SWAMP_PARTITIONS; n++) {
+    const model = `model-${String(n).padStart(5, '0')}`;
+    const prefix = `data/bench/${model}/`;
+    add('data', prefix, `${prefix}${model}-`, ['/1/raw', '/2/raw'], 4096, 'application/octet-stream');
+  }
   return groups;
 }
 
@@ -185,7 +199,7 @@ function allocate(groups: Group[], total: number): void {
 }
 
 /** The groups of a layout, quotas set, in the order their keys must be emitted. */
-function layoutGroups(layout: SeedLayout, random: () => number, count: number): Group[] {
+function layoutGroups(layout: SeedLayout, random: () => number, count: number, partitions?: number): Group[] {
   if (layout === 'flat') {
     // `obj/<12 hex digits>`: ids spread evenly, so `obj/0` ... `obj/f` split it in 16.
     return [
@@ -211,7 +225,7 @@ function layoutGroups(layout: SeedLayout, random: () => number, count: number): 
     weight: 0,
     quota: 1,
   }));
-  const groups = swampGroups(random);
+  const groups = swampGroups(random, partitions);
   allocate(groups, count - internal.length);
   // Internal keys have no `/` and none is a prefix of a group's head, so
   // ordering the heads orders every key.
@@ -236,7 +250,7 @@ export function seedBucket(bucket: Bucket, options: SeedOptions): SeedResult {
     objects[made++] = new StoredObject(size, syntheticEtag(size), lastModifiedMs, group.contentType, null, null, null);
     totalBytes += size;
   };
-  for (const group of layoutGroups(options.layout ?? 'swamp', random, count)) {
+  for (const group of layoutGroups(options.layout ?? 'swamp', random, count, options.partitions)) {
     const stem = root + group.stem;
     if (group.suffixes.length === 0) {
       emit(stem, group);

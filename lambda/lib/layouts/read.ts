@@ -7,9 +7,9 @@ import type { IndexScope } from '../scope';
 import { type ShardMeta, readManifest, salvageManifest } from './manifest';
 import { withUnfinishedMirror } from './mirror';
 import { type MirrorCheck, checkMirror, readMirrorAhead } from './mirror-check';
-import { speculativeGet } from './objects';
+import { type SpeculativeRead, speculativeGet } from './objects';
 import { readShards, readShardsPartially } from './shards';
-import { type KnownIndex, type LiveIndex, type LiveLayout, type MirrorState, type UnreadablePart, baseIndexOf } from './types';
+import { type KnownIndex, type Layout, type LiveIndex, type LiveLayout, type MirrorState, type UnreadablePart, baseIndexOf } from './types';
 
 /** How to read a live index. */
 export interface ReadOptions {
@@ -29,16 +29,39 @@ export interface ReadOptions {
   readonly partitions?: ReadonlySet<string>;
 }
 
+/** Scopes remembered per store, at most: enough for every root and namespace a process serves. */
+const LAYOUT_MEMO_SIZE = 1000;
+
+/** The layout each scope had when a store last read it, by manifest key: a hint only, the manifest decides. */
+const layoutsSeen = new WeakMap<S3Store, Map<string, Layout>>();
+
+function rememberLayout(store: S3Store, metaKey: string, layout: Layout): void {
+  const seen = layoutsSeen.get(store) ?? new Map<string, Layout>();
+  layoutsSeen.set(store, seen);
+  seen.delete(metaKey);
+  seen.set(metaKey, layout);
+  if (seen.size > LAYOUT_MEMO_SIZE) seen.delete(seen.keys().next().value as string);
+}
+
 /** Reads a scope's live index in the layout clients would see (see `Layout`). */
 export async function readLiveIndex(store: S3Store, scope: IndexScope, options: ReadOptions = {}): Promise<LiveIndex> {
+  const live = await readScope(store, scope, options);
+  rememberLayout(store, manifestKeyOf(scope), live.layout);
+  return live;
+}
+
+async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions): Promise<LiveIndex> {
   const { shardPartitions, known } = options;
   const key = indexKeyOf(scope);
   const metaKey = manifestKeyOf(scope);
   // Still the version we wrote (same ETag): not downloaded (a conditional read) or at least not parsed again.
   const indexOptions = known ? { ifNoneMatch: known.etag } : {};
   // The monolith is read alongside the manifest (one round trip, not two); when the manifest says
-  // shard-first it is aborted, so a stale monolith is not downloaded.
-  const monolith = speculativeGet(store, key, indexOptions);
+  // shard-first it is aborted, so a stale monolith is not downloaded. A scope last seen shard-first would
+  // waste that read: it starts only once the manifest says it is needed (a wrong hint costs a round trip).
+  let monolith: SpeculativeRead | undefined =
+    layoutsSeen.get(store)?.get(metaKey) === 'shard-first' ? undefined : speculativeGet(store, key, indexOptions);
+  const monolithRead = (): SpeculativeRead => (monolith ??= speculativeGet(store, key, indexOptions));
   let layout: LiveLayout = { layout: 'monolith' };
   try {
     const metaObject = await store.get(metaKey);
@@ -54,7 +77,7 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, options: 
       const salvage = salvageManifest(metaObject.body);
       const partitions = shardPartitions ?? (await listShardPartitions(store, scope));
       if (salvage.version === 2 && partitions.length > 0) {
-        monolith.drop();
+        monolith?.drop();
         // No client can have seen a commitSeq it does not say; without one, a time is above any a client counted to.
         const rebuilt: ShardMeta = { version: 2, partitions: [...partitions].sort(), commitSeq: salvage.commitSeq ?? Date.now() };
         const shards = await readShards(store, scope, rebuilt, metaObject, new Set());
@@ -78,7 +101,7 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, options: 
           pending: 'the manifest is rebuilt from the monolith',
         };
       } else {
-        monolith.drop();
+        monolith?.drop();
         const hold = `${bad.reason}, and it names no version (1 or 2) to rebuild it by`;
         return {
           state: 'unreadable',
@@ -90,7 +113,7 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, options: 
         };
       }
     } else if (metaObject && read?.kind === 'v2') {
-      monolith.drop();
+      monolith?.drop();
       const partial =
         options.partitions && !shardPartitions
           ? await readShardsPartially(store, scope, read.meta, metaObject, options.partitions)
@@ -107,13 +130,13 @@ export async function readLiveIndex(store: S3Store, scope: IndexScope, options: 
     }
   } catch (err) {
     // The manifest's error (or the shards') is the one to report, whatever became of the monolith's read.
-    monolith.drop();
+    monolith?.drop();
     throw err;
   }
-  if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolith);
+  if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolithRead());
   const checking = layout.layout === 'dual-write' && layout.mirror && !layout.badManifest ? options.mirrors : undefined;
   const mirrorFiles = checking && layout.mirror ? readMirrorAhead(store, scope, layout.mirror, checking) : undefined;
-  const object = await monolith.result;
+  const object = await monolithRead().result;
   if (!object) return { ...layout, state: 'absent' };
   const unchanged = known && (object.notModified || object.etag === known.etag);
   const parsed = unchanged ? { ok: true as const, index: known.index } : parseIndex(object.body);
