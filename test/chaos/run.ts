@@ -76,7 +76,12 @@ async function lambdaFinishPoints(): Promise<void> {
   console.log('\n| layout | Lambda killed right after | killed | publish record left | whole again after (s) |');
   console.log('| --- | --- | --- | --- | --- |');
   for (const r of rows) {
-    const after = r.wholeAfterMs === undefined ? `never: ${r.detail.join('; ')}` : (r.wholeAfterMs / 1000).toFixed(1);
+    const after =
+      r.wholeAfterMs !== undefined
+        ? (r.wholeAfterMs / 1000).toFixed(1)
+        : r.recordLeft
+          ? `NEVER: ${r.detail.join('; ')}`
+          : `– (nothing written yet: the batch's events come back after its visibility timeout; ${r.detail.length} keys or locks wait)`;
     console.log(`| ${r.layout} | ${r.step} | ${r.killed ? 'yes' : 'step not reached'} | ${r.recordLeft ? 'yes' : 'no'} | ${after} |`);
   }
   const left = rows.filter((r) => r.recordLeft);
