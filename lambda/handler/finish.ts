@@ -22,16 +22,18 @@ export class PublishFinisher {
 
   /**
    * The `beforeRecord` of a publish: queues a finish of `scope` unless one queued earlier is still delayed
-   * (it arrives after this record is written, so it covers this publish too). A failed send is logged and the
-   * publish goes on, as it did before finishes were queued: the next run of the scope, or the schedule, finishes it.
+   * (it arrives after this record is written, so it covers this publish too). A publish that found an earlier
+   * one's shard-first record asks for a listing: it deletes that record, and only a listing adopts the partition
+   * files the manifest may not list yet. A failed send is logged and the publish goes on, as it did before
+   * finishes were queued: the next run of the scope, or the schedule, finishes it.
    */
-  readonly beforeRecord = async (scope: IndexScope): Promise<void> => {
+  readonly beforeRecord = async (scope: IndexScope, earlierRecord = false): Promise<void> => {
     const id = describeScope(scope);
     const now = Date.now();
     const earlier = this.queuedAt.get(id);
-    if (earlier !== undefined && now < earlier + this.delaySeconds * 1000) return;
+    if (!earlierRecord && earlier !== undefined && now < earlier + this.delaySeconds * 1000) return;
     try {
-      await this.queue.sendFinish(scope, 1, this.delaySeconds);
+      await this.queue.sendFinish(scope, 1, this.delaySeconds, earlierRecord);
       this.queuedAt.set(id, now);
       count(Metric.FinishesSent, 1);
     } catch (err) {

@@ -35,6 +35,8 @@ export interface FinishPublishRequest {
   readonly namespace?: string;
   /** 1 when sent before a publish; a finish that met a busy lock sends the next round. */
   readonly round: number;
+  /** Heal from a listing even when the record is gone: the publish found an earlier one's shard-first record (see `PublishFinisher`). */
+  readonly listing?: true;
 }
 
 /** A message body the handler sent itself, or undefined when the body is not one. */
@@ -76,7 +78,8 @@ function finishRequestOf(value: unknown): FinishPublishRequest | undefined {
   if (value.namespace !== undefined && namespace === undefined) return undefined;
   const round = value.round === undefined ? 1 : value.round;
   if (typeof round !== 'number' || !Number.isInteger(round) || round < 1 || round > MAX_FINISH_ROUNDS) return undefined;
-  return { prefix: value.prefix, ...(namespace ? { namespace } : {}), round };
+  if (value.listing !== undefined && value.listing !== true) return undefined;
+  return { prefix: value.prefix, ...(namespace ? { namespace } : {}), round, ...(value.listing ? { listing: true as const } : {}) };
 }
 
 /** Reads a parsed body as one of the handler's own messages. */
@@ -169,8 +172,13 @@ export class SelfQueue {
   }
 
   /** Sends a finish of a publish of `scope` after `delaySeconds`. */
-  async sendFinish(scope: IndexScope, round: number, delaySeconds: number): Promise<void> {
-    const request: FinishPublishRequest = { prefix: scope.root.prefix, namespace: scope.namespace, round };
+  async sendFinish(scope: IndexScope, round: number, delaySeconds: number, listing = false): Promise<void> {
+    const request: FinishPublishRequest = {
+      prefix: scope.root.prefix,
+      namespace: scope.namespace,
+      round,
+      ...(listing ? { listing: true as const } : {}),
+    };
     await this.sqs.send(
       new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify({ finishPublish: request }), DelaySeconds: delaySeconds }),
     );

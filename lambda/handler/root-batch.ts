@@ -172,7 +172,7 @@ async function finishPublish(
   const { store, config, queue } = rt;
   if (request.namespace !== undefined && !isNamespaceListed(config, root, request.namespace)) return;
   const scope: IndexScope = request.namespace ? { root, namespace: request.namespace } : { root };
-  if (!(await store.head(publishRecordKey(scope)))) return;
+  if (!request.listing && !(await store.head(publishRecordKey(scope)))) return;
   // A message names the namespace: only one that exists is healed.
   if (scope.namespace !== undefined && !(await namespaceExists(store, root, scope.namespace))) {
     logger.warn('a finish names no namespace of the root; nothing written', { scope: describeScope(scope) });
@@ -185,7 +185,8 @@ async function finishPublish(
     }
   } catch (err) {
     if (!(err instanceof LockBusyError)) throw err;
-    if (queue && request.round < MAX_FINISH_ROUNDS) await queue.sendFinish(scope, request.round + 1, config.finishDelaySeconds);
+    if (queue && request.round < MAX_FINISH_ROUNDS)
+      await queue.sendFinish(scope, request.round + 1, config.finishDelaySeconds, request.listing === true);
     else logger.warn('the lock stayed busy; the schedule finishes the publish', { scope: describeScope(scope), round: request.round });
   }
 }
@@ -195,7 +196,7 @@ function distinctFinishes(finishes: readonly FinishPublishRequest[]): FinishPubl
   const byScope = new Map<string, FinishPublishRequest>();
   for (const f of finishes) {
     const seen = byScope.get(f.namespace ?? '');
-    if (!seen || f.round < seen.round) byScope.set(f.namespace ?? '', f);
+    if (!seen || (f.listing && !seen.listing) || (f.listing === seen.listing && f.round < seen.round)) byScope.set(f.namespace ?? '', f);
   }
   return [...byScope.values()];
 }

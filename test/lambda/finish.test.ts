@@ -252,6 +252,45 @@ describe('queueing a finish', () => {
   });
 });
 
+describe('a delta that meets an earlier publish record (shard-first)', () => {
+  test('finishes the manifest, and the finish it queues adopts, from a listing, the partition file that publish left unlisted', async () => {
+    // GIVEN a shard-first root where a killed publish wrote a new partition's file and its record, not the manifest
+    const store = await testStore({ bucketPrefix: 'fina' });
+    const root = { bucket: store.bucket, prefix: 'sf' };
+    await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [`sf/${k}`, v])));
+    const entries = Object.entries(OBJECTS).map(([k, v]) => indexEntry(k, { size: Buffer.byteLength(v) }));
+    await putShardLayout(store, 'sf/', entries, shardMeta([...groupSummaries(entries).keys()].sort(), 3));
+    await putObject(store, 'sf/data/aws/lambda/f-1/1/raw', 'a new function');
+    await putShardLayout(store, 'sf/', [indexEntry('data/aws/lambda/f-1/1/raw', { size: 14 })]);
+    await putObject(store, publishRecordKey({ root }), JSON.stringify({ commitSeq: 3, partitions: ['data--aws--lambda'] }));
+    await putObject(store, 'sf/files/new.txt', 'new');
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `q-${store.bucket}` }));
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'sf', queueUrl: QueueUrl, finishDelaySeconds: '0' }));
+
+    // WHEN an upload's event arrives
+    const delta = await invoke<BatchResponse>(
+      lambda,
+      sqsEventOf([s3Event([s3EventRecord({ bucket: store.bucket, key: 'sf/files/new.txt', size: 3 })])]),
+    );
+
+    // THEN the record is gone but clients still miss the unlisted partition's entry, and a finish asks for a listing
+    expect(delta.result.batchItemFailures).toEqual([]);
+    expect(await readObject(store, publishRecordKey({ root }))).toBeUndefined();
+    const listing = await expectedFromListing(store, { root });
+    expect((await clientView(store, 'sf/', 'shard-first')).map((r) => r.key)).not.toContain('data/aws/lambda/f-1/1/raw');
+    const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+    const finishes = (received.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}')).filter((b) => 'finishPublish' in b);
+    expect(finishes).toEqual([{ finishPublish: { prefix: 'sf', round: 1, listing: true } }]);
+
+    // WHEN that finish arrives
+    const finish = await invoke<BatchResponse>(lambda, sqsEventOf(finishes));
+
+    // THEN what clients read equals the listing
+    expect(finish.result.batchItemFailures).toEqual([]);
+    expect(await clientView(store, 'sf/', 'shard-first')).toEqual(listing);
+  });
+});
+
 describe('a finish message', () => {
   const root = (bucket: string) => ({ bucket, prefix: 'h' });
 

@@ -169,7 +169,7 @@ export async function writeShards(
     );
   });
   const recordKey = publishRecordKey(scope);
-  if (changed.length > 0 || shards.intentEtag) await hooks.beforeRecord?.();
+  if (changed.length > 0 || shards.intentEtag) await hooks.beforeRecord?.(shards.intentEtag !== undefined);
   // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
   if (changed.length > 0 && !shards.intentEtag) {
     await store.put(
