@@ -173,8 +173,9 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
             DATASTORE_PREFIXES: 'root',
             DATASTORE_QUEUE_URL: QueueUrl,
             DATASTORE_FORCE_PATH_STYLE: 'true',
-            // Deployed, re-checks wait 30 s; here 2 s, so a run need not wait for them. They cost the same.
+            // Deployed, re-checks wait 30 s and finishes 15 s; here 2 s, so a run need not wait for them. They cost the same.
             DATASTORE_RECHECK_DELAY_SECONDS: '2',
+            DATASTORE_FINISH_DELAY_SECONDS: '2',
             AWS_ENDPOINT_URL_S3: host.endpoint,
             AWS_ENDPOINT_URL_SQS: moto.endpoint,
             AWS_EC2_METADATA_DISABLED: 'true',

@@ -142,8 +142,10 @@ export class DatastoreIndexer extends Construct {
         maxConcurrency: config.maxConcurrency,
       }),
     );
-    // The function re-queues delayed re-checks of keys it could not settle yet.
-    this.queue.grantSendMessages(this.function);
+    // The function sends itself delayed re-checks, repair continuations and finishes of its own publishes:
+    // SendMessage alone (it has the queue's URL, so no GetQueueUrl), plus the key a KMS-encrypted queue needs.
+    this.queue.grant(this.function, 'sqs:SendMessage');
+    this.queue.encryptionMasterKey?.grant(this.function, 'kms:GenerateDataKey', 'kms:Decrypt');
 
     const access = new Policy(this, 'DatastoreAccess', {
       statements: s3AccessStatements(bucket.bucketArn, config.prefixes, config.namespaces),

@@ -22,6 +22,7 @@ export const INDEXER_ENV = {
 /** Variables the handler also reads, set by hand (tuning, tests, S3-compatible stores); the construct leaves them unset. */
 export const TUNING_ENV = {
   recheckDelaySeconds: 'DATASTORE_RECHECK_DELAY_SECONDS',
+  finishDelaySeconds: 'DATASTORE_FINISH_DELAY_SECONDS',
   lockWaitSeconds: 'DATASTORE_LOCK_WAIT_SECONDS',
   repairReserveSeconds: 'DATASTORE_REPAIR_RESERVE_SECONDS',
   forcePathStyle: 'DATASTORE_FORCE_PATH_STYLE',

@@ -19,6 +19,11 @@ export interface HandlerConfig {
   readonly queueUrl?: string;
   /** `DATASTORE_RECHECK_DELAY_SECONDS`: how long after a delta its keys are checked again. @default 30 */
   readonly recheckDelaySeconds: number;
+  /**
+   * `DATASTORE_FINISH_DELAY_SECONDS`: how long after a publish begins its queued finish arrives. Past the
+   * indexer's lock ttl, so a killed run's lock is stale by then and the finish need not wait. @default 15
+   */
+  readonly finishDelaySeconds: number;
   /** `DATASTORE_LOCK_WAIT_SECONDS`: how long to wait for a client's lock before the batch items go back. @default 10 */
   readonly lockWaitMs: number;
   /** `DATASTORE_REPAIR_RESERVE_SECONDS`: a full repair stops listing when fewer seconds than this remain. @default 60 */
@@ -121,6 +126,7 @@ export function parseConfig(env: Env): HandlerConfig {
     },
     queueUrl,
     recheckDelaySeconds: wholeNumber(env, TUNING_ENV.recheckDelaySeconds, 30, 0, 900),
+    finishDelaySeconds: wholeNumber(env, TUNING_ENV.finishDelaySeconds, 15, 0, 900),
     lockWaitMs: wholeNumber(env, TUNING_ENV.lockWaitSeconds, 10, 0, 600) * 1000,
     repairReserveMs: wholeNumber(env, TUNING_ENV.repairReserveSeconds, 60, 0, 900) * 1000,
   };

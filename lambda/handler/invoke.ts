@@ -9,8 +9,8 @@ import {
   normalizePrefix,
   repairResumable,
 } from '../lib/internal';
-import { Metric, addHeal, count, lockOptions, logRoot, rootSummary } from './observability';
-import type { Runtime } from './runtime';
+import { Metric, addHeal, count, logRoot, rootSummary } from './observability';
+import { type Runtime, publishOptions } from './runtime';
 import { isNamespaceListed } from './config';
 import { unlistedMessage, unlistedNamespaces } from './unlisted';
 import { type InvokeRequest, UnknownTriggerError } from './triggers';
@@ -87,7 +87,7 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
       skipNamespace: request.action === 'repair' ? unlistedNamespaces(rt, root) : undefined,
       remainingMs: () => context.getRemainingTimeInMillis(),
       reserveMs: rt.config.repairReserveMs,
-      publish: { lock: lockOptions(rt.config.lockWaitMs) },
+      publish: publishOptions(rt),
     });
     if (run.status === 'incomplete') {
       (report as { complete: boolean }).complete = false;

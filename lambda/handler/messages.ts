@@ -1,6 +1,6 @@
 /** The handler's own queue messages: delayed re-checks of a delta, and continuations of an unfinished repair. */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { IndexScope } from '../lib/internal';
+import { type IndexScope, isInternalKey, isRefusedKey } from '../lib/internal';
 
 /** Re-check these keys of a scope: HEAD each and make the index say what S3 says. */
 export interface RecheckRequest {
@@ -26,13 +26,33 @@ export interface ContinueRepairRequest {
   readonly start?: boolean;
 }
 
+/**
+ * Finish a publish of a scope that a run may have left half done (killed between its publish record and its
+ * last write): sent before that record, so it arrives whether the run died or not; a record gone costs one HEAD.
+ */
+export interface FinishPublishRequest {
+  readonly prefix: string;
+  readonly namespace?: string;
+  /** 1 when sent before a publish; a finish that met a busy lock sends the next round. */
+  readonly round: number;
+  /** Heal from a listing even when the record is gone: the publish found an earlier one's shard-first record (see `PublishFinisher`). */
+  readonly listing?: true;
+}
+
 /** A message body the handler sent itself, or undefined when the body is not one. */
 export type OwnMessage =
   | { readonly kind: 'recheck'; readonly request: RecheckRequest }
-  | { readonly kind: 'continue-repair'; readonly request: ContinueRepairRequest };
+  | { readonly kind: 'continue-repair'; readonly request: ContinueRepairRequest }
+  | { readonly kind: 'finish-publish'; readonly request: FinishPublishRequest };
 
 /** Re-check rounds per delta: a push that keeps erasing the same keys is caught at most this many times, then the schedule repairs. */
 export const MAX_RECHECK_ROUNDS = 3;
+
+/**
+ * Finish rounds of one publish: a finish that meets the lock busy (the run still alive, or a client pushing)
+ * looks again after the delay, up to this many times (enough to outlast the longest Lambda run), then the schedule finishes it.
+ */
+export const MAX_FINISH_ROUNDS = 40;
 
 /** Keeps each message well under SQS's 256 KiB body limit. */
 const MAX_BODY_CHARS = 200_000;
@@ -43,6 +63,23 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function optionalName(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** A namespace as a finish names it: one folder name that is neither internal nor refused by clients, else undefined. */
+function namespaceName(value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '' || value.includes('/')) return undefined;
+  return isInternalKey(value) || isRefusedKey(value) ? undefined : value;
+}
+
+/** Reads a `finishPublish` body strictly: anything malformed is no message of ours (skipped as unknown, never acted on). */
+function finishRequestOf(value: unknown): FinishPublishRequest | undefined {
+  if (!isRecord(value) || typeof value.prefix !== 'string') return undefined;
+  const namespace = value.namespace === undefined ? undefined : namespaceName(value.namespace);
+  if (value.namespace !== undefined && namespace === undefined) return undefined;
+  const round = value.round === undefined ? 1 : value.round;
+  if (typeof round !== 'number' || !Number.isInteger(round) || round < 1 || round > MAX_FINISH_ROUNDS) return undefined;
+  if (value.listing !== undefined && value.listing !== true) return undefined;
+  return { prefix: value.prefix, ...(namespace ? { namespace } : {}), round, ...(value.listing ? { listing: true as const } : {}) };
 }
 
 /** Reads a parsed body as one of the handler's own messages. */
@@ -63,6 +100,10 @@ export function ownMessageOf(json: unknown): OwnMessage | undefined {
       kind: 'recheck',
       request: { prefix: recheck.prefix, namespace: optionalName(recheck.namespace), keys, round, ...(expected ? { expected } : {}) },
     };
+  }
+  if ('finishPublish' in json) {
+    const request = finishRequestOf(json.finishPublish);
+    return request ? { kind: 'finish-publish', request } : undefined;
   }
   const cont = json.continueRepair;
   if (isRecord(cont) && typeof cont.prefix === 'string') {
@@ -128,6 +169,19 @@ export class SelfQueue {
       await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: body, DelaySeconds: delaySeconds }));
     }
     return bodies.length;
+  }
+
+  /** Sends a finish of a publish of `scope` after `delaySeconds`. */
+  async sendFinish(scope: IndexScope, round: number, delaySeconds: number, listing = false): Promise<void> {
+    const request: FinishPublishRequest = {
+      prefix: scope.root.prefix,
+      namespace: scope.namespace,
+      round,
+      ...(listing ? { listing: true as const } : {}),
+    };
+    await this.sqs.send(
+      new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify({ finishPublish: request }), DelaySeconds: delaySeconds }),
+    );
   }
 
   /** Asks a fresh invocation to continue the saved repair of a root or namespace (or, with `start`, to begin one). */

@@ -38,6 +38,9 @@ export const Metric = {
   /** Delayed re-checks sent, and keys a re-check had to restore. */
   RechecksSent: 'RechecksSent',
   RecheckRestored: 'RecheckRestored',
+  /** Finishes of a publish queued before its record, and scopes a finish found left half done and healed. */
+  FinishesSent: 'FinishesSent',
+  PublishesFinished: 'PublishesFinished',
   /** Full repairs that ran out of time and saved their progress. */
   RepairsIncomplete: 'RepairsIncomplete',
   /** Namespaces met whose index was not written: not in the construct's `namespaces` prop. */

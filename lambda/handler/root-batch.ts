@@ -6,6 +6,7 @@ import {
   type DatastoreRoot,
   type IndexScope,
   type ObjectChange,
+  LockBusyError,
   NamespaceResolver,
   applyDelta,
   describeScope,
@@ -13,7 +14,9 @@ import {
   latestChanges,
   loadRepairProgress,
   repairProgressKey,
+  namespaceExists,
   namespaceOfMarker,
+  publishRecordKey,
   recheckChanges,
   repairResumable,
   scopeBase,
@@ -21,9 +24,15 @@ import {
   topFolder,
 } from '../lib/internal';
 import { isNamespaceListed } from './config';
-import { type ContinueRepairRequest, MAX_RECHECK_ROUNDS, type RecheckRequest } from './messages';
-import { Metric, type RootSummary, addDelta, addHeal, count, lockOptions, logger } from './observability';
-import type { Runtime } from './runtime';
+import {
+  type ContinueRepairRequest,
+  type FinishPublishRequest,
+  MAX_FINISH_ROUNDS,
+  MAX_RECHECK_ROUNDS,
+  type RecheckRequest,
+} from './messages';
+import { Metric, type RootSummary, addDelta, addHeal, count, logger } from './observability';
+import { type Runtime, publishOptions } from './runtime';
 import { unlistedNamespaces } from './unlisted';
 
 /** A change placed in a root: `rel` is its key relative to the root. */
@@ -41,6 +50,7 @@ export interface RootWork {
   readonly markers: PlacedChange[];
   readonly rechecks: RecheckRequest[];
   readonly continuations: ContinueRepairRequest[];
+  readonly finishes: FinishPublishRequest[];
 }
 
 /** HeadObject requests a re-check sends at once: S3 serves thousands a second per prefix. */
@@ -53,7 +63,7 @@ function sizeAfter(change: ObjectChange): number | null {
 
 /** An empty work list for a root. */
 export function rootWork(root: DatastoreRoot): RootWork {
-  return { root, changes: [], markers: [], rechecks: [], continuations: [] };
+  return { root, changes: [], markers: [], rechecks: [], continuations: [], finishes: [] };
 }
 
 /** The summary of a root, updated as the work goes so a failure still logs what was done. */
@@ -126,24 +136,69 @@ async function scopesOf(rt: Runtime, work: RootWork, progress: RootProgress): Pr
   return [...scopes.entries()].sort(([a], [b]) => (a === b ? 0 : a < b ? -1 : 1)).map(([, entry]) => entry);
 }
 
-/** Heals a scope from a listing (resumable); an unfinished listing is continued by a fresh invocation. */
-async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () => number, progress: RootProgress): Promise<void> {
+/** Heals a scope from a listing (resumable); an unfinished listing is continued by a fresh invocation. True when it published the scope. */
+async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () => number, progress: RootProgress): Promise<boolean> {
   const run = await repairResumable(rt.store, scope.root, {
     mode: 'repair',
     namespace: scope.namespace,
     skipNamespace: unlistedNamespaces(rt, scope.root),
     remainingMs,
     reserveMs: rt.config.repairReserveMs,
-    publish: { lock: lockOptions(rt.config.lockWaitMs) },
+    publish: publishOptions(rt),
   });
   if (run.status === 'complete') {
     progress.summary = addHeal(progress.summary, run.report, 'repair');
-    return;
+    return run.report.scopes.some((s) => s.published && s.namespace === scope.namespace);
   }
   progress.summary = { ...progress.summary, outcome: 'incomplete' };
   count(Metric.RepairsIncomplete, 1);
   if (rt.queue) await rt.queue.sendContinuation(scope);
   else logger.warn('repair ran out of time; the next schedule continues it', { scope: describeScope(scope), lastKey: run.lastKey });
+  return false;
+}
+
+/**
+ * Finishes what a killed publish may have left half done: one HeadObject of the scope's publish record, and
+ * nothing more when it is gone. A record left is healed from a listing under the lock, as `check` reports it
+ * pending; a busy lock (the run still alive, or a client pushing) sends the next round after the delay.
+ */
+async function finishPublish(
+  rt: Runtime,
+  root: DatastoreRoot,
+  request: FinishPublishRequest,
+  remainingMs: () => number,
+  progress: RootProgress,
+): Promise<void> {
+  const { store, config, queue } = rt;
+  if (request.namespace !== undefined && !isNamespaceListed(config, root, request.namespace)) return;
+  const scope: IndexScope = request.namespace ? { root, namespace: request.namespace } : { root };
+  if (!request.listing && !(await store.head(publishRecordKey(scope)))) return;
+  // A message names the namespace: only one that exists is healed.
+  if (scope.namespace !== undefined && !(await namespaceExists(store, root, scope.namespace))) {
+    logger.warn('a finish names no namespace of the root; nothing written', { scope: describeScope(scope) });
+    return;
+  }
+  try {
+    if (await healFromListing(rt, scope, remainingMs, progress)) {
+      count(Metric.PublishesFinished, 1);
+      logger.info('finished a publish left half done', { scope: describeScope(scope), round: request.round });
+    }
+  } catch (err) {
+    if (!(err instanceof LockBusyError)) throw err;
+    if (queue && request.round < MAX_FINISH_ROUNDS)
+      await queue.sendFinish(scope, request.round + 1, config.finishDelaySeconds, request.listing === true);
+    else logger.warn('the lock stayed busy; the schedule finishes the publish', { scope: describeScope(scope), round: request.round });
+  }
+}
+
+/** One finish per scope of the batch (duplicates and later rounds of the same scope cost nothing more). */
+function distinctFinishes(finishes: readonly FinishPublishRequest[]): FinishPublishRequest[] {
+  const byScope = new Map<string, FinishPublishRequest>();
+  for (const f of finishes) {
+    const seen = byScope.get(f.namespace ?? '');
+    if (!seen || (f.listing && !seen.listing) || (f.listing === seen.listing && f.round < seen.round)) byScope.set(f.namespace ?? '', f);
+  }
+  return [...byScope.values()];
 }
 
 /**
@@ -152,6 +207,8 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
  */
 export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () => number, progress: RootProgress): Promise<void> {
   const { store, config, queue } = rt;
+  // First, so a busy lock on the root sends the finish round on rather than failing it with the root's events.
+  for (const request of distinctFinishes(work.finishes)) await finishPublish(rt, work.root, request, remainingMs, progress);
   for (const entry of await scopesOf(rt, work, progress)) {
     const { scope } = entry;
     const base = scopeBase(scope);
@@ -174,7 +231,7 @@ export async function processRoot(rt: Runtime, work: RootWork, remainingMs: () =
       ? recheckChanges(store, scope, changes, entry.recheckKeys, entry.recheckExpected, RECHECK_CONCURRENCY)
       : changes;
     const report = await applyDelta(store, scope, delta, {
-      lock: lockOptions(config.lockWaitMs),
+      ...publishOptions(rt),
       // With re-checks on, the delayed re-check is what converges; without them, re-read right after the write.
       convergeRounds: queue ? 0 : 2,
       mirrorKeys: [...changes.keys(), ...entry.recheckKeys],

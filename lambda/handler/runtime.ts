@@ -1,9 +1,10 @@
 /** What a cold start builds once: the checked configuration, the S3 seam and the queue for the handler's own messages. */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { S3Store } from '../lib/internal';
+import { type PublishOptions, S3Store } from '../lib/internal';
 import { type HandlerConfig, parseConfig } from './config';
+import { PublishFinisher } from './finish';
 import { SelfQueue } from './messages';
-import { logger } from './observability';
+import { lockOptions, logger } from './observability';
 
 /** The handler's long-lived state. */
 export interface Runtime {
@@ -11,6 +12,8 @@ export interface Runtime {
   readonly store: S3Store;
   /** Undefined without DATASTORE_QUEUE_URL: no delayed re-checks, no repair continuations. */
   readonly queue?: SelfQueue;
+  /** Queues the finish of each publish that could be left half done; undefined without a queue. */
+  readonly finisher?: PublishFinisher;
 }
 
 /**
@@ -31,7 +34,12 @@ export function coldStart(env: NodeJS.ProcessEnv = process.env): Runtime {
     const endpoint = env.AWS_ENDPOINT_URL_SQS?.trim() || undefined;
     queue = new SelfQueue(new SQSClient({ region: config.s3.region, endpoint }), config.queueUrl);
   } else {
-    logger.warn('DATASTORE_QUEUE_URL is not set: delayed re-checks and repair continuations are off');
+    logger.warn('DATASTORE_QUEUE_URL is not set: delayed re-checks, repair continuations and finishes of killed publishes are off');
   }
-  return { config, store, queue };
+  return { config, store, queue, finisher: queue && new PublishFinisher(queue, config.finishDelaySeconds) };
+}
+
+/** How every trigger publishes: the configured lock wait, and a finish queued before each publish record. */
+export function publishOptions(rt: Runtime): PublishOptions {
+  return { lock: lockOptions(rt.config.lockWaitMs), beforeRecord: rt.finisher?.beforeRecord };
 }

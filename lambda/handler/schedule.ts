@@ -1,8 +1,8 @@
 /** The scheduled full drift repair: every configured root, its own index and every namespace in it. */
 import type { Context } from 'aws-lambda';
 import { describeScope, repairResumable } from '../lib/internal';
-import { Metric, addHeal, count, lockOptions, logRoot, logger, requestsSince, rootSummary } from './observability';
-import type { Runtime } from './runtime';
+import { Metric, addHeal, count, logRoot, logger, requestsSince, rootSummary } from './observability';
+import { type Runtime, publishOptions } from './runtime';
 import { unlistedNamespaces } from './unlisted';
 
 /** What the schedule did for one root. */
@@ -40,7 +40,7 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
         skipNamespace: unlistedNamespaces(rt, root),
         remainingMs,
         reserveMs: rt.config.repairReserveMs,
-        publish: { lock: lockOptions(rt.config.lockWaitMs) },
+        publish: publishOptions(rt),
       });
       if (run.status === 'incomplete') {
         summary = { ...summary, outcome: 'incomplete' };

@@ -79,6 +79,9 @@ export function planBatch(records: readonly SQSRecord[], bucket: string, roots: 
       } else if (own.kind === 'recheck') {
         workOf(root).rechecks.push(own.request);
         touched.add(root.prefix);
+      } else if (own.kind === 'finish-publish') {
+        workOf(root).finishes.push(own.request);
+        touched.add(root.prefix);
       } else {
         workOf(root).continuations.push(own.request);
         touched.add(root.prefix);

@@ -45,6 +45,11 @@ export interface PublishOptions {
   readonly mirrors?: MirrorCheck;
   /** On a shard-first scope, read only these partitions (see `ReadOptions.partitions`); after a lost race, every one. */
   readonly partitions?: ReadonlySet<string>;
+  /**
+   * Awaited before each write that could leave the scope half done for clients should the process die
+   * (see `WriteHooks.beforeRecord`): the Lambda queues the finish of its own publish here. A throw stops the publish.
+   */
+  readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -273,6 +278,7 @@ class Publication<F> {
         this.mirrorFailures++;
         this.emit({ event: 'mirror-failed', key, error });
       },
+      beforeRecord: this.options.beforeRecord && ((earlier?: boolean) => this.options.beforeRecord!(this.scope, earlier)),
     };
     let result: Awaited<ReturnType<typeof writeIndex>>;
     try {

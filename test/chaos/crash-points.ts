@@ -91,7 +91,7 @@ async function crashPoint(direct: S3Store, moto: SerialMoto, rng: Rng, layout: C
 }
 
 /** What keeps the root at `base` from being healed: the truth against the listing, a lock or publish intent left. */
-async function healedDetail(direct: S3Store, base: string, layout: ChaosLayout): Promise<string[]> {
+export async function healedDetail(direct: S3Store, base: string, layout: ChaosLayout): Promise<string[]> {
   const detail: string[] = [];
   const truth = await readTruth(direct, base, layout);
   if (truth.problem) detail.push(truth.problem);

@@ -1,15 +1,31 @@
 /** Where the indexer is killed: right after the answer to a chosen S3 step of a publish, or after a random time. */
-import { LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/internal';
+import { INDEXER_DIR, LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/internal';
 import type { FaultProxy, SeenRequest } from './fault-proxy';
 import type { ChaosReport } from './report';
 import type { Rng } from './rng';
 
+/** Where publish records live, relative to a root. */
+const PUBLISHING_DIR = `${INDEXER_DIR}publishing/`;
+
 /** The S3 steps of a publish at which the indexer is killed right after its answer arrived. */
 export const CRASH_STEPS = ['lock-taken', 'index-read', 'shard-written', 'manifest-written', 'index-written', 'lock-released'] as const;
 export type CrashStep = (typeof CRASH_STEPS)[number];
+/** The steps of a publish in the order it takes them, its publish record among them (the Lambda's finish table). */
+export const PUBLISH_STEPS = [
+  'index-read',
+  'lock-taken',
+  'record-written',
+  'shard-written',
+  'index-written',
+  'manifest-written',
+  'lock-released',
+] as const;
+export type PublishStep = (typeof PUBLISH_STEPS)[number];
 
-/** The crash step a request the proxy answered completes, if any. */
-export function stepOf(r: SeenRequest): CrashStep | undefined {
+/** The publish step a request the proxy answered completes, if any. */
+export function stepOf(r: SeenRequest): PublishStep | undefined {
+  const record = r.key.startsWith(PUBLISHING_DIR) || r.key.includes(`/${PUBLISHING_DIR}`);
+  if (record) return r.method === 'PUT' && r.status < 300 ? 'record-written' : undefined;
   const last = r.key.slice(r.key.lastIndexOf('/') + 1);
   if (last === LOCK_KEY) return r.method === 'PUT' && r.status < 300 ? 'lock-taken' : r.method === 'DELETE' ? 'lock-released' : undefined;
   if (r.key.endsWith(SHARD_META_KEY))

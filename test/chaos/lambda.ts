@@ -184,6 +184,7 @@ export async function startLambda(run: ChaosRun, cast: Cast, queueUrl: string): 
     DATASTORE_QUEUE_URL: queueUrl,
     DATASTORE_FORCE_PATH_STYLE: 'true',
     DATASTORE_RECHECK_DELAY_SECONDS: '1',
+    DATASTORE_FINISH_DELAY_SECONDS: '1',
     DATASTORE_LOCK_WAIT_SECONDS: '5',
     DATASTORE_REPAIR_RESERVE_SECONDS: '60',
     AWS_ENDPOINT_URL_S3: proxy.endpoint,

@@ -51,6 +51,8 @@ export interface HandlerEnvOptions {
   /** @default '1' */
   readonly recheckDelaySeconds?: string;
   /** @default '1' */
+  readonly finishDelaySeconds?: string;
+  /** @default '1' */
   readonly lockWaitSeconds?: string;
   /** @default '60' */
   readonly repairReserveSeconds?: string;
@@ -64,6 +66,7 @@ export function handlerEnv(options: HandlerEnvOptions): Record<string, string | 
     DATASTORE_QUEUE_URL: options.queueUrl,
     DATASTORE_FORCE_PATH_STYLE: 'true',
     DATASTORE_RECHECK_DELAY_SECONDS: options.recheckDelaySeconds ?? '1',
+    DATASTORE_FINISH_DELAY_SECONDS: options.finishDelaySeconds ?? '1',
     DATASTORE_LOCK_WAIT_SECONDS: options.lockWaitSeconds ?? '1',
     DATASTORE_REPAIR_RESERVE_SECONDS: options.repairReserveSeconds ?? '60',
     AWS_ENDPOINT_URL_S3: options.s3 ?? testEndpoint(),
@@ -79,6 +82,7 @@ const HANDLER_VARS = [
   'DATASTORE_QUEUE_URL',
   'DATASTORE_FORCE_PATH_STYLE',
   'DATASTORE_RECHECK_DELAY_SECONDS',
+  'DATASTORE_FINISH_DELAY_SECONDS',
   'DATASTORE_LOCK_WAIT_SECONDS',
   'DATASTORE_REPAIR_RESERVE_SECONDS',
   'AWS_ENDPOINT_URL_S3',

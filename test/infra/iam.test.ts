@@ -1,6 +1,7 @@
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Bucket, BucketEncryption } from 'aws-cdk-lib/aws-s3';
+import { QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { EventDelivery } from '../../infra/props';
 import { appStack, importedArn, indexerStack, logicalIdOf, propsOf } from './helpers';
 
@@ -149,10 +150,30 @@ describe('DatastoreIndexer IAM', () => {
           Action: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueUrl', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
           Resource: queueArn,
         },
-        // The Lambda re-queues delayed re-checks (DATASTORE_QUEUE_URL).
-        { Effect: 'Allow', Action: ['sqs:SendMessage', 'sqs:GetQueueAttributes', 'sqs:GetQueueUrl'], Resource: queueArn },
+        // The Lambda sends itself re-checks, continuations and finishes (DATASTORE_QUEUE_URL): SendMessage alone.
+        { Effect: 'Allow', Action: 'sqs:SendMessage', Resource: queueArn },
       ],
     });
+  });
+
+  test('a queue encrypted with a KMS key of its own: sending needs GenerateDataKey and Decrypt on that key, nothing else', () => {
+    // GIVEN a queue the app encrypts with its own key
+    const { template } = indexerStack((stack) => ({
+      prefixes: ['swamp'],
+      queueProps: { encryption: QueueEncryption.KMS, encryptionMasterKey: new Key(stack, 'QueueKey') },
+    }));
+    const keyArn = { 'Fn::GetAtt': [logicalIdOf(template, 'AWS::KMS::Key', 'QueueKey'), 'Arn'] };
+    const statements = (
+      propsOf(template, 'AWS::IAM::Policy', 'IndexerServiceRoleDefaultPolicy').PolicyDocument as { Statement: Statement[] }
+    ).Statement;
+    // THEN the send statement is SendMessage alone, and the key is granted what a producer needs
+    expect(statements.filter((s) => asList(s.Action).includes('sqs:SendMessage')).map((s) => s.Action)).toEqual(['sqs:SendMessage']);
+    expect(statements).toContainEqual({ Effect: 'Allow', Action: ['kms:GenerateDataKey', 'kms:Decrypt'], Resource: keyArn });
+    expect(
+      statements
+        .flatMap((s) => asList(s.Action))
+        .filter((a) => a.startsWith('kms:') && !['kms:GenerateDataKey', 'kms:Decrypt'].includes(a)),
+    ).toEqual([]);
   });
 
   test('the function waits for its S3 policy before it can be invoked', () => {

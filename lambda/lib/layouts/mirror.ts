@@ -68,7 +68,11 @@ export async function writeMonolith(
   const targets = live.mirror ? mirrorTargets(live, next, grouped) : [];
   const recordKey = publishRecordKey(scope);
   // Recorded before the monolith: a run that stops before its partition files leaves it, and the next run refreshes them.
-  if (targets.length > 0) await store.put(recordKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
+  if (targets.length > 0) {
+    // Beside a plain monolith clients read only the monolith, which is written first: nothing they see is left half done.
+    if (live.layout === 'dual-write') await hooks.beforeRecord?.();
+    await store.put(recordKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
+  }
   const monolithTrue = live.state === 'valid' && next === live.index && !live.badManifest;
   if (!monolithTrue) {
     const result = await store.put(indexKeyOf(scope), serializeIndex(next), conditional ? conditionFor(etag) : undefined);

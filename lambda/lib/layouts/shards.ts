@@ -6,7 +6,7 @@ import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import type { ShardMeta } from './manifest';
 import { conditionFor, putAdopting } from './objects';
-import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart } from './types';
+import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteHooks } from './types';
 
 /** Reads the partition files a manifest lists (and orphans a listing saw) into one index, as clients merge them. */
 export async function readShards(
@@ -149,6 +149,7 @@ export async function writeShards(
   live: LiveIndex,
   next: DatastoreIndex,
   conditional: boolean,
+  hooks: WriteHooks = {},
 ): Promise<IndexWriteResult> {
   const shards = live.shards!;
   const grouped = groupByPartition(next.entries);
@@ -168,6 +169,7 @@ export async function writeShards(
     );
   });
   const recordKey = publishRecordKey(scope);
+  if (changed.length > 0 || shards.intentEtag) await hooks.beforeRecord?.(shards.intentEtag !== undefined);
   // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
   if (changed.length > 0 && !shards.intentEtag) {
     await store.put(

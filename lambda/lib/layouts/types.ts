@@ -108,4 +108,11 @@ export interface WriteHooks {
   readonly onMonolithWritten?: (etag: string) => void;
   /** A mirror partition file or the version-1 manifest could not be written. */
   readonly onMirrorFailed?: (failure: MirrorFailure) => void;
+  /**
+   * Awaited before the first write of a publish that clients could see half done if the writer died
+   * (shard-first, dual-write): from then until the publish ends its record is left for whoever finishes it.
+   * `earlierRecord`: a shard-first publish found the record of an earlier one, whose partition files the
+   * manifest may not list yet; only a read with a listing adopts those.
+   */
+  readonly beforeRecord?: (earlierRecord?: boolean) => Promise<void>;
 }

@@ -21,6 +21,6 @@ export async function writeIndex(
 ): Promise<IndexWriteResult> {
   if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
   return live.layout === 'shard-first'
-    ? writeShards(store, scope, live, next, conditional)
+    ? writeShards(store, scope, live, next, conditional, hooks)
     : writeMonolith(store, scope, live, next, conditional, hooks);
 }
