@@ -135,6 +135,7 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
     remainingMs,
     reserveMs: rt.config.repairReserveMs,
     publish: { lock: lockOptions(rt.config.lockWaitMs) },
+    memoryBudget: rt.config.memory,
   });
   if (run.status === 'complete') {
     progress.summary = addHeal(progress.summary, run.report, 'repair');

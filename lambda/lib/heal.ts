@@ -6,7 +6,7 @@ import { isRefusedKey, partitionOf } from './keys';
 import { readLiveIndex } from './layouts/read';
 import { type Layout, type LiveIndex, baseIndexOf } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
-import { MemoryGuard, memoryBudget } from './memory';
+import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { rootBase, scopeBase } from './names';
 import { parallelLister } from './parallel-list';
 import { type Plan, type Planner, type PublishEvent, type PublishOptions, type PublishOutcome, publishIndex } from './publish';
@@ -43,7 +43,7 @@ export interface HealOptions {
    * past them a monolith or dual-write scope stops with `IndexTooLargeError`, having written nothing.
    * @default from the environment: a share of `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` in a Lambda, else of the V8 heap limit
    */
-  readonly memoryBudget?: number;
+  readonly memoryBudget?: number | MemoryBudget;
 }
 
 /** What a heal found and did for one index. */

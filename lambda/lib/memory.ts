@@ -2,7 +2,7 @@
  * The memory a full heal may hold, and the guard that stops it, with `IndexTooLargeError`, before a root
  * whose index must be held whole runs the process out of memory. The guard estimates what the heal holds
  * from measured costs per object rather than sampling the process, so the same root trips at the same
- * count every time; a sample of the process's memory backs it up.
+ * count every time.
  */
 import { getHeapStatistics } from 'node:v8';
 import { IndexTooLargeError } from './errors';
@@ -17,8 +17,6 @@ export interface MemoryBudget {
   readonly bytes: number;
   /** The memory the process has, e.g. "1024 MiB of function memory". */
   readonly memory: string;
-  /** Bytes of resident memory past which the process is about to be stopped; sampled as a second line of defence. */
-  readonly rssLimit?: number;
 }
 
 const MiB = 1024 * 1024;
@@ -42,14 +40,15 @@ const LAMBDA_SHARE = 0.55;
 const HEAP_SHARE = 0.6;
 
 /**
- * The budget of a heal: `bytes` when the caller gives one; in a Lambda, a share of the function's memory
+ * The budget of a heal: the one given, or `bytes` when the caller gives a number; in a Lambda, a share of the function's memory
  * (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`); elsewhere, a share of the V8 heap limit.
  */
-export function memoryBudget(bytes?: number, env: Readonly<Record<string, string | undefined>> = process.env): MemoryBudget {
+export function memoryBudget(bytes?: number | MemoryBudget, env: Readonly<Record<string, string | undefined>> = process.env): MemoryBudget {
+  if (typeof bytes === 'object') return bytes;
   if (bytes !== undefined) return { bytes, memory: `a memory budget of ${mib(bytes)} MiB` };
   const functionMiB = Number(env[LAMBDA_MEMORY_ENV]);
   if (Number.isFinite(functionMiB) && functionMiB > 0) {
-    return { bytes: functionMiB * MiB * LAMBDA_SHARE, memory: `${functionMiB} MiB of function memory`, rssLimit: functionMiB * MiB * 0.95 };
+    return { bytes: functionMiB * MiB * LAMBDA_SHARE, memory: `${functionMiB} MiB of function memory` };
   }
   const heap = getHeapStatistics().heap_size_limit;
   return { bytes: heap * HEAP_SHARE, memory: `a ${mib(heap)} MiB V8 heap` };
@@ -105,8 +104,7 @@ export class MemoryGuard {
   }
 
   private check(scope: string, objects: number, bytes: number): void {
-    const rssLimit = this.budget.rssLimit;
-    if (bytes > this.budget.bytes || (rssLimit !== undefined && process.memoryUsage.rss() > rssLimit)) {
+    if (bytes > this.budget.bytes) {
       throw new IndexTooLargeError(scope, objects, this.budget.memory);
     }
   }
