@@ -22,8 +22,8 @@ export interface MemoryBudget {
 const MiB = 1024 * 1024;
 
 /**
- * Bytes per object, fitted to the peak resident memory of the Lambda's scheduled repair (node 20, the
- * Lambda runtime's heap flags, swamp-shaped keys) so that the estimate includes the garbage and young
+ * Bytes per object, fitted to the peak resident memory of the Lambda's scheduled repair (with the Lambda
+ * runtime's heap flags, on swamp-shaped keys; `bench/memory-reach.ts`) so that the estimate includes the garbage and young
  * generation a real process carries: an object kept by `listScopes` (a resumable repair holds its objects
  * as listed instead, until they are sorted into scopes: no more than the heal after it); per byte of an
  * index read whole (its bytes, their text and the parsed entries at once); per entry of an index held after
@@ -40,8 +40,8 @@ const LAMBDA_SHARE = 0.55;
 const HEAP_SHARE = 0.6;
 
 /**
- * The budget of a heal: the one given, or `bytes` when the caller gives a number; in a Lambda, a share of the function's memory
- * (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`); elsewhere, a share of the V8 heap limit.
+ * The budget of a heal: the one given (a budget, or a number of bytes); in a Lambda, a share of the
+ * function's memory (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`); elsewhere, a share of the V8 heap limit.
  */
 export function memoryBudget(bytes?: number | MemoryBudget, env: Readonly<Record<string, string | undefined>> = process.env): MemoryBudget {
   if (typeof bytes === 'object') return bytes;
