@@ -1,10 +1,11 @@
 import { Duration } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { INDEX_TOO_LARGE_METRIC, METRICS_NAMESPACE, SERVICE_NAME } from '../lambda/env';
 
 /** The longest delay SQS allows on a message: the Lambda's delayed re-checks wait at most this long. */
 const MAX_SQS_DELAY = Duration.minutes(15);
@@ -20,7 +21,7 @@ export interface IndexerAlarmsProps {
   readonly topic?: ITopic;
 }
 
-/** The three alarms that say the index may be drifting: dead letters, errors, and a stuck queue. */
+/** The alarms that say the index may be drifting: dead letters, errors, a stuck queue, and an index too large to heal. */
 export class IndexerAlarms extends Construct {
   /** Any message in the dead-letter queue: events the indexer gave up on, to be redriven. */
   readonly deadLetters: Alarm;
@@ -28,6 +29,8 @@ export class IndexerAlarms extends Construct {
   readonly functionErrors: Alarm;
   /** A message waited longer than a delayed re-check plus one retry could explain. */
   readonly oldestMessageAge: Alarm;
+  /** A heal stopped because a root's whole index would not fit in the function's memory: raise `memorySize`. */
+  readonly indexTooLarge: Alarm;
 
   constructor(scope: Construct, id: string, props: IndexerAlarmsProps) {
     super(scope, id);
@@ -62,6 +65,23 @@ export class IndexerAlarms extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
 
+    // The handler's own metric (Powertools adds the service dimension); the schedule repeats the failure hourly.
+    this.indexTooLarge = new Alarm(this, 'IndexTooLarge', {
+      alarmDescription:
+        "Datastore indexer: a root's index is too large to heal in the function's memory; raise the DatastoreIndexer memorySize prop.",
+      metric: new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: INDEX_TOO_LARGE_METRIC,
+        dimensionsMap: { service: SERVICE_NAME },
+        period: PERIOD,
+        statistic: 'Sum',
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+
     if (props.topic) {
       const action = new SnsAction(props.topic);
       for (const alarm of this.all) {
@@ -73,6 +93,6 @@ export class IndexerAlarms extends Construct {
 
   /** Every alarm, in a fixed order. */
   get all(): Alarm[] {
-    return [this.deadLetters, this.functionErrors, this.oldestMessageAge];
+    return [this.deadLetters, this.functionErrors, this.oldestMessageAge, this.indexTooLarge];
   }
 }

@@ -29,8 +29,17 @@ export const TUNING_ENV = {
   endpoint: 'AWS_ENDPOINT_URL_S3',
 } as const;
 
+/** Variables the Lambda runtime sets that the handler reads (through the library): neither the construct nor a user sets them. */
+export const RUNTIME_ENV = {
+  /** The function's memory in MiB: the memory budget of a full heal (`memoryBudget`). */
+  functionMemory: 'AWS_LAMBDA_FUNCTION_MEMORY_SIZE',
+} as const;
+
 /** Service name in Powertools logs and metrics; the same name as the command and the README. */
 export const SERVICE_NAME = 'datastore-indexer';
 
 /** CloudWatch namespace of the Lambda's Powertools metrics. */
 export const METRICS_NAMESPACE = 'DatastoreIndexer';
+
+/** The metric a heal stopped by `IndexTooLargeError` counts (dimension `service`); the construct alarms on it. */
+export const INDEX_TOO_LARGE_METRIC = 'IndexTooLarge';

@@ -1,6 +1,14 @@
 /** The handler's configuration, read from the environment once per cold start. */
 import { INDEXER_ENV, TUNING_ENV } from '../env';
-import { ConfigError, type DatastoreRoot, type S3Settings, normalizePrefix, segmentProblem } from '../lib/internal';
+import {
+  ConfigError,
+  type DatastoreRoot,
+  type MemoryBudget,
+  type S3Settings,
+  memoryBudget,
+  normalizePrefix,
+  segmentProblem,
+} from '../lib/internal';
 
 /** Everything the handler takes from its environment. */
 export interface HandlerConfig {
@@ -28,6 +36,8 @@ export interface HandlerConfig {
   readonly lockWaitMs: number;
   /** `DATASTORE_REPAIR_RESERVE_SECONDS`: a full repair stops listing when fewer seconds than this remain. @default 60 */
   readonly repairReserveMs: number;
+  /** `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` (set by the runtime): what a full heal may hold before it stops with `IndexTooLargeError`. */
+  readonly memory: MemoryBudget;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -129,5 +139,6 @@ export function parseConfig(env: Env): HandlerConfig {
     finishDelaySeconds: wholeNumber(env, TUNING_ENV.finishDelaySeconds, 15, 0, 900),
     lockWaitMs: wholeNumber(env, TUNING_ENV.lockWaitSeconds, 10, 0, 600) * 1000,
     repairReserveMs: wholeNumber(env, TUNING_ENV.repairReserveSeconds, 60, 0, 900) * 1000,
+    memory: memoryBudget(undefined, env),
   };
 }

@@ -88,6 +88,10 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
       remainingMs: () => context.getRemainingTimeInMillis(),
       reserveMs: rt.config.repairReserveMs,
       publish: publishOptions(rt),
+      memoryBudget: rt.config.memory,
+    }).catch((err: unknown) => {
+      logRoot({ ...summary, outcome: 'failed', error: err as Error });
+      throw err;
     });
     if (run.status === 'incomplete') {
       (report as { complete: boolean }).complete = false;

@@ -1,8 +1,8 @@
 /** Structured logs and embedded-format metrics (Powertools), with the names docs/DESIGN.md documents. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
-import { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../env';
-import type { DeltaReport, HealReport, LockOptions, S3Store } from '../lib/internal';
+import { INDEXER_ENV, INDEX_TOO_LARGE_METRIC, METRICS_NAMESPACE, SERVICE_NAME } from '../env';
+import { type DeltaReport, type HealReport, IndexTooLargeError, type LockOptions, type S3Store } from '../lib/internal';
 
 const serviceName = process.env[INDEXER_ENV.serviceName] || SERVICE_NAME;
 
@@ -47,6 +47,8 @@ export const Metric = {
   NamespacesUnlisted: 'NamespacesUnlisted',
   /** Dual-write mirror partition files found to differ from the monolith (refreshed when the index was published). */
   StaleMirrors: 'StaleMirrors',
+  /** Heals stopped by `IndexTooLargeError`: a root or scope whose whole index does not fit in the function's memory. */
+  IndexTooLarge: INDEX_TOO_LARGE_METRIC,
 } as const;
 
 export type MetricName = (typeof Metric)[keyof typeof Metric];
@@ -201,6 +203,16 @@ export function addHeal(summary: RootSummary, report: HealReport, mode: 'check' 
 /** Writes the one log line of a root for this invocation. */
 export function logRoot(summary: RootSummary): void {
   if (summary.outcome === 'failed') count(Metric.RootsFailed, 1);
+  if (summary.error instanceof IndexTooLargeError) {
+    // Retries cannot help: only more memory can, so say which prop gives it.
+    count(Metric.IndexTooLarge, 1);
+    logger.error("index too large for the function's memory: raise the DatastoreIndexer memorySize prop", {
+      scope: summary.error.scope,
+      objects: summary.error.objects,
+      memory: summary.error.memory,
+      prop: 'memorySize',
+    });
+  }
   const message = summary.outcome === 'failed' ? 'root failed; its batch items go back to the queue' : 'root done';
   (summary.outcome === 'failed' ? logger.warn : logger.info).call(logger, message, { ...summary });
 }

@@ -145,6 +145,7 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
     remainingMs,
     reserveMs: rt.config.repairReserveMs,
     publish: publishOptions(rt),
+    memoryBudget: rt.config.memory,
   });
   if (run.status === 'complete') {
     progress.summary = addHeal(progress.summary, run.report, 'repair');

@@ -41,6 +41,7 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
         remainingMs,
         reserveMs: rt.config.repairReserveMs,
         publish: publishOptions(rt),
+        memoryBudget: rt.config.memory,
       });
       if (run.status === 'incomplete') {
         summary = { ...summary, outcome: 'incomplete' };

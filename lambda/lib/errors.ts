@@ -67,6 +67,28 @@ export class EmptyDatastoreError extends IndexerError {
   override name = 'EmptyDatastoreError';
 }
 
+/**
+ * A root or scope whose index must be held whole (monolith, dual-write) would not fit in the memory the
+ * process has: the heal stopped before memory ran out, and wrote nothing.
+ */
+export class IndexTooLargeError extends IndexerError {
+  override name = 'IndexTooLargeError';
+
+  constructor(
+    /** The root or scope, as `describeScope` says it. */
+    readonly scope: string,
+    /** Objects listed (or entries held) when the heal stopped. */
+    readonly objects: number,
+    /** The memory the heal had, as said to the user: "1024 MiB of function memory". */
+    readonly memory: string,
+  ) {
+    super(
+      `${scope} is too large to heal in ${memory}: stopped at ${objects} objects, before memory ran out; nothing was written`,
+      "Raise the DatastoreIndexer construct's memorySize prop (the Lambda), or give Node more heap, e.g. NODE_OPTIONS=--max-old-space-size=4096 (the command)",
+    );
+  }
+}
+
 /** An answer to ListObjectsV2 that is not an S3 listing (a web page, a proxy's error page). */
 export class NotAListingError extends IndexerError {
   override name = 'NotAListingError';

@@ -1,11 +1,12 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
-import { EmptyDatastoreError } from './errors';
+import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { isRefusedKey, partitionOf } from './keys';
 import { readLiveIndex } from './layouts/read';
 import { type Layout, type LiveIndex, baseIndexOf } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
+import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { rootBase, scopeBase } from './names';
 import { parallelLister } from './parallel-list';
 import { type Plan, type Planner, type PublishEvent, type PublishOptions, type PublishOutcome, publishIndex } from './publish';
@@ -37,6 +38,12 @@ export interface HealOptions {
   readonly skipNamespace?: (namespace: string) => boolean;
   /** Hears the count of objects listed so far, after each page of the root's listing. */
   readonly onListed?: (objectsListed: number) => void;
+  /**
+   * Bytes the heal may hold (its estimate: listing, the index read, the healed copy, the index as written);
+   * past them a monolith or dual-write scope stops with `IndexTooLargeError`, having written nothing.
+   * @default from the environment: a share of `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` in a Lambda, else of the V8 heap limit
+   */
+  readonly memoryBudget?: number | MemoryBudget;
 }
 
 /** What a heal found and did for one index. */
@@ -98,7 +105,17 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
   const early = options.listing ? undefined : readLiveIndex(store, options.namespace ? { root, namespace: options.namespace } : { root });
   early?.catch(() => undefined);
-  const listing = options.listing ?? (await listScopes(store, base, lister, options.onListed));
+  // The listing is held whole until every scope is healed: stop as soon as it could not fit.
+  const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
+  const listedName = describeScope(options.namespace ? { root, namespace: options.namespace } : { root });
+  const guarded: Lister = async function* (s, prefix) {
+    for await (const page of lister(s, prefix)) {
+      guard.page(listedName, base, page.objects);
+      yield page;
+    }
+  };
+  if (options.listing) guard.listing(listedName, options.listing.objectsSeen);
+  const listing = options.listing ?? (await listScopes(store, base, guarded, options.onListed));
   // A prefix without a single object is most likely mistyped: check and repair give the same advice.
   const empty = listing.objectsSeen === 0 && (await holdsNothing(store, base));
   if (empty && options.refuseEmpty && options.mode === 'repair') {
@@ -109,15 +126,34 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
     const scope: IndexScope = { root, namespace: options.namespace };
-    scopes.push(await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options, early));
+    scopes.push(
+      await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options, early, guard),
+    );
   } else {
+    // A scope too large to heal is skipped for the others' sake, then reported.
+    let tooLarge: IndexTooLargeError | undefined;
     for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       if (ns && options.skipNamespace?.(ns)) continue;
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
-      scopes.push(
-        await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, ns ? undefined : early),
-      );
+      try {
+        scopes.push(
+          await healScope(
+            store,
+            scope,
+            objects,
+            listing.shardPartitions.get(ns),
+            listing.startedAt,
+            options,
+            ns ? undefined : early,
+            guard,
+          ),
+        );
+      } catch (err) {
+        if (!(err instanceof IndexTooLargeError)) throw err;
+        tooLarge ??= err;
+      }
     }
+    if (tooLarge) throw tooLarge;
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs, ...(advice ? { empty: advice } : {}) };
 }
@@ -148,6 +184,7 @@ function healPlanner(
   indexable: ReadonlyMap<string, ListedObject>,
   listingStartedAt: number,
   options: HealOptions,
+  guard: MemoryGuard | undefined,
 ): Planner<HealFacts> {
   const skew = options.clockSkewMs ?? 300_000;
   const concurrency = options.concurrency ?? 16;
@@ -191,6 +228,8 @@ function healPlanner(
     const facts = { drift, unshardable, refusedStale };
     // Entries true: nothing to write, or the same index again to finish the layout (the monolith is not rewritten).
     if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? live.index : undefined, facts };
+    // A whole index is copied and written next, beside the listing: stop here rather than run out of memory.
+    if (live.layout !== 'shard-first') guard?.healing(describeScope(scope), indexable.size, entries.size, options.mode === 'repair');
     return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
   };
 }
@@ -205,12 +244,14 @@ export async function healScope(
   options: HealOptions,
   /** The live index as read already (while listing); not used when the listing saw shard files, which change how it is read. */
   read?: Promise<LiveIndex>,
+  /** The heal's memory guard, which knows what its listing holds. @default one for this listing alone */
+  guard: MemoryGuard = new MemoryGuard(memoryBudget(options.memoryBudget)),
 ): Promise<ScopeReport> {
   const started = Date.now();
   // A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it.
   const refusedListed = [...listing.keys()].filter(isRefusedKey);
   const indexable = refusedListed.length === 0 ? listing : new Map([...listing].filter(([key]) => !isRefusedKey(key)));
-  const plan = healPlanner(store, scope, indexable, listingStartedAt, options);
+  const plan = healPlanner(store, scope, indexable, listingStartedAt, options, guard);
   // Read early without the mirror: a dual-write scope is read again with it.
   const readAlready = shardPartitions?.length
     ? undefined

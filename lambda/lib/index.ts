@@ -19,6 +19,7 @@ export {
   ConfigError,
   CredentialsError,
   EmptyDatastoreError,
+  IndexTooLargeError,
   IndexerError,
   LockBusyError,
   NotAListingError,

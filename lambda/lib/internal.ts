@@ -15,6 +15,7 @@ export * from './s3';
 export * from './s3-client';
 export * from './s3-errors';
 export * from './list';
+export * from './memory';
 export * from './key-space';
 export * from './parallel-list';
 export * from './lock';

@@ -10,9 +10,10 @@ import { readLiveIndex } from './layouts/read';
 import { baseIndexOf } from './layouts/types';
 import { type Lister, listScopes } from './list';
 import { isoTime } from './list-xml';
+import { MemoryGuard, memoryBudget } from './memory';
 import { repairPartsDir, repairProgressKey, rootBase } from './names';
 import type { ListPage, S3Store } from './s3';
-import type { DatastoreRoot, IndexScope } from './scope';
+import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
 /** The saved state of an unfinished listing. */
 export interface RepairProgress {
@@ -145,8 +146,13 @@ export async function repairResumable(
   const fresh: Listed[] = [];
   let lastKey = progress?.lastKey;
   let stopped = false;
+  // Held as listed until the listing is complete: stop as soon as it could not fit (see `healRoot`).
+  const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
+  const name = describeScope(options.namespace ? { root, namespace: options.namespace } : { root });
+  guard.page(name, base, earlier);
   for await (const page of store.listPages({ prefix: base, startAfter: lastKey, maxKeys: options.pageSize })) {
     fresh.push(...page.objects);
+    guard.page(name, base, page.objects);
     if (page.objects.length) lastKey = page.objects[page.objects.length - 1].key;
     if (page.truncated !== false && options.remainingMs() < reserveMs) {
       stopped = true;
@@ -174,18 +180,20 @@ export async function repairResumable(
     return { status: 'incomplete', progressKey, objectsListed, lastKey: next.lastKey, invocations, listingMs: Date.now() - runStarted };
   }
 
-  const all = [...earlier, ...fresh];
-  const listed = await listScopes(store, base, memoryLister(all));
+  const earlierKeys = new Set(earlier.map((o) => o.key));
+  const partsDir = repairPartsDir(root, options.namespace);
+  const leftovers = [...earlier, ...fresh].filter((o) => o.key.startsWith(partsDir)).map((o) => o.key);
+  // Sorted into scopes, the objects as listed are let go: the heal holds the listing once, not twice.
+  const listed = await listScopes(store, base, memoryLister(earlier.concat(fresh.splice(0))));
+  earlier = [];
   const listing = { ...listed, startedAt, listingMs: Date.now() - runStarted };
-  const confirmed = earlier.length
-    ? await confirmEarlier(store, root, options.namespace, listing, new Set(earlier.map((o) => o.key)), base, options.concurrency)
+  const confirmed = earlierKeys.size
+    ? await confirmEarlier(store, root, options.namespace, listing, earlierKeys, base, options.concurrency)
     : 0;
   const report = await healRoot(store, root, { ...options, listing });
   if (saving) {
     // Progress first: parts without progress are ignored, progress without parts is dropped.
     if (progress) await store.delete(progressKey);
-    const partsDir = repairPartsDir(root, options.namespace);
-    const leftovers = all.filter((o) => o.key.startsWith(partsDir)).map((o) => o.key);
     await mapLimit(new Set([...(progress?.parts ?? []), ...leftovers]), 8, (key) => store.delete(key));
   }
   return { status: 'complete', report, invocations, confirmed };

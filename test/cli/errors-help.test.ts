@@ -1,5 +1,5 @@
 /** What a user sees when something is wrong, and `--help`: one clear line on stderr, exit 1, no stack trace. */
-import { seedDatastore, testStore, uniqueBucketName } from '../helpers/s3';
+import { seedDatastore, snapshotBucket, testStore, uniqueBucketName } from '../helpers/s3';
 import { datastoreConfig, ensureBuiltCli, runCli, tempDir } from './helpers';
 
 beforeAll(ensureBuiltCli, 120_000);
@@ -118,6 +118,27 @@ describe('datastore-indexer errors', () => {
       run,
       /^datastore-indexer: No namespace "team-c" in s3:\/\/\S+\/swamp\. A namespace is a top-level folder holding \.namespace\.json/,
     );
+  });
+
+  test('a root too large for the memory it has is one clear line naming it and what to raise, exit 1, and nothing is written', async () => {
+    // GIVEN a monolith root of 1,200 objects without an index, and a process given 1 MiB of memory
+    const store = await testStore({ bucketPrefix: 'cli-too-large' });
+    await seedDatastore(store, { prefix: 'swamp', objects: 1200 });
+    const before = await snapshotBucket(store);
+    const small = { AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '1' };
+    // WHEN it is repaired, and hydrated (which heals first)
+    const runs = await Promise.all([
+      runCli(['repair', '--config', datastoreConfig(store.bucket, 'swamp')], small),
+      runCli(['hydrate', '--config', datastoreConfig(store.bucket, 'swamp'), '--cache', tempDir()], small),
+    ]);
+    // THEN each stops before memory runs out, with the error's message and hint on one line
+    for (const run of runs) {
+      expectOneLineError(
+        run,
+        /^datastore-indexer: s3:\/\/\S+\/swamp is too large to heal in 1 MiB of function memory: stopped at \d+ objects, before memory ran out; nothing was written\. Raise the DatastoreIndexer construct's memorySize prop \(the Lambda\), or give Node more heap, e\.g\. NODE_OPTIONS=--max-old-space-size=4096 \(the command\)\n$/,
+      );
+    }
+    expect(await snapshotBucket(store)).toEqual(before);
   });
 
   test('bad flags are one clear line, exit 1', async () => {

@@ -56,6 +56,8 @@ export interface HandlerEnvOptions {
   readonly lockWaitSeconds?: string;
   /** @default '60' */
   readonly repairReserveSeconds?: string;
+  /** AWS_LAMBDA_FUNCTION_MEMORY_SIZE, which the runtime sets: the function's memory in MiB. @default unset (the V8 heap decides) */
+  readonly functionMemoryMiB?: string;
 }
 
 /** The environment the CDK stack gives the function, pointed at the test endpoint. */
@@ -71,6 +73,7 @@ export function handlerEnv(options: HandlerEnvOptions): Record<string, string | 
     DATASTORE_REPAIR_RESERVE_SECONDS: options.repairReserveSeconds ?? '60',
     AWS_ENDPOINT_URL_S3: options.s3 ?? testEndpoint(),
     AWS_ENDPOINT_URL_SQS: testEndpoint(),
+    AWS_LAMBDA_FUNCTION_MEMORY_SIZE: options.functionMemoryMiB,
   };
 }
 
@@ -87,6 +90,7 @@ const HANDLER_VARS = [
   'DATASTORE_REPAIR_RESERVE_SECONDS',
   'AWS_ENDPOINT_URL_S3',
   'AWS_ENDPOINT_URL_SQS',
+  'AWS_LAMBDA_FUNCTION_MEMORY_SIZE',
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { Match } from 'aws-cdk-lib/assertions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { indexerStack, logicalIdOf } from './helpers';
 
@@ -47,9 +48,26 @@ describe('DatastoreIndexer alarms', () => {
     });
   });
 
+  test("alarms when a heal stopped because a root's index is too large for the function's memory", () => {
+    // GIVEN / WHEN
+    const { template } = indexerStack();
+    // THEN: the handler's IndexTooLarge metric, in the namespace and under the service the construct gives it
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'DatastoreIndexer',
+      MetricName: 'IndexTooLarge',
+      Dimensions: [{ Name: 'service', Value: 'datastore-indexer' }],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Threshold: 1,
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+      AlarmDescription: Match.stringLikeRegexp('memorySize'),
+    });
+  });
+
   test('has no actions without a topic', () => {
     const { template } = indexerStack();
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
     for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
       expect(alarm.Properties.AlarmActions).toBeUndefined();
       expect(alarm.Properties.OKActions).toBeUndefined();
@@ -60,8 +78,8 @@ describe('DatastoreIndexer alarms', () => {
     // GIVEN
     const { template } = indexerStack((stack) => ({ alarmTopic: Topic.fromTopicArn(stack, 'Ops', TOPIC_ARN) }));
     // THEN
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 3);
-    for (const metric of ['ApproximateNumberOfMessagesVisible', 'Errors', 'ApproximateAgeOfOldestMessage']) {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+    for (const metric of ['ApproximateNumberOfMessagesVisible', 'Errors', 'ApproximateAgeOfOldestMessage', 'IndexTooLarge']) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: metric,
         AlarmActions: [TOPIC_ARN],

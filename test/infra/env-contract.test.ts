@@ -1,10 +1,11 @@
 /** The Lambda's environment contract: the construct sets exactly the variables the handler reads, from one module. */
-import { INDEXER_ENV, TUNING_ENV } from '../../lambda/env';
+import { INDEXER_ENV, RUNTIME_ENV, TUNING_ENV } from '../../lambda/env';
 import { parseConfig } from '../../lambda/handler/config';
+import { memoryBudget } from '../../lambda/lib/internal';
 import { indexerStack, propsOf } from './helpers';
 
-/** The variables `parseConfig` reads from `env`, recorded as it reads them. */
-function readsOf(env: Record<string, string>): Set<string> {
+/** The variables `read` reads from `env`, recorded as it reads them. */
+function readsOf(env: Record<string, string>, read: (env: Record<string, string>) => unknown = parseConfig): Set<string> {
   const reads = new Set<string>();
   const recording = new Proxy(env, {
     get(target, name) {
@@ -12,7 +13,7 @@ function readsOf(env: Record<string, string>): Set<string> {
       return target[name as string];
     },
   });
-  parseConfig(recording);
+  read(recording);
   return reads;
 }
 
@@ -31,9 +32,27 @@ describe('the Lambda environment contract', () => {
     const env = { [INDEXER_ENV.bucket]: 'shared-bucket', [INDEXER_ENV.prefixes]: 'swamp', [INDEXER_ENV.queueUrl]: 'https://sqs.local/q' };
     // WHEN the handler reads its configuration
     const reads = readsOf(env);
-    // THEN the configuration variables are all read, and nothing outside the contract (and the SDK's region) is
-    for (const name of [INDEXER_ENV.bucket, INDEXER_ENV.prefixes, INDEXER_ENV.queueUrl]) expect(reads).toContain(name);
-    const known = new Set<string>([...Object.values(INDEXER_ENV), ...Object.values(TUNING_ENV), 'AWS_REGION', 'AWS_DEFAULT_REGION']);
+    // THEN the configuration variables are all read (the function's memory too), and nothing outside the contract (and the SDK's region) is
+    for (const name of [INDEXER_ENV.bucket, INDEXER_ENV.prefixes, INDEXER_ENV.queueUrl, RUNTIME_ENV.functionMemory])
+      expect(reads).toContain(name);
+    const known = new Set<string>([
+      ...Object.values(INDEXER_ENV),
+      ...Object.values(TUNING_ENV),
+      ...Object.values(RUNTIME_ENV),
+      'AWS_REGION',
+      'AWS_DEFAULT_REGION',
+    ]);
     expect([...reads].filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  test("a heal's memory budget reads the function's memory from the variable the runtime sets, and nothing else", () => {
+    // GIVEN the environment of a 1024 MiB function
+    const env = { [RUNTIME_ENV.functionMemory]: '1024' };
+    // WHEN the library decides a heal's memory budget
+    const reads = readsOf(env, (e) => memoryBudget(undefined, e));
+    // THEN it read that variable alone, and its budget says the function's memory
+    expect([...reads]).toEqual([RUNTIME_ENV.functionMemory]);
+    expect(memoryBudget(undefined, env).memory).toBe('1024 MiB of function memory');
+    expect(Object.values(INDEXER_ENV)).not.toContain(RUNTIME_ENV.functionMemory);
   });
 });
