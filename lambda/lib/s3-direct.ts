@@ -31,7 +31,7 @@ export function allowDirect(client: S3Client, settings: DirectSettings): void {
 /** The operations the direct path sends. */
 export type DirectOperation = 'ListObjectsV2' | 'GetObject' | 'HeadObject';
 
-/** Watches each attempt: called as it is sent, and what it returns is called when its answer's headers arrive (or it fails). */
+/** Watches each attempt: called as it is sent; what it returns is called once the answer is read (a stream's headers), or the attempt failed. */
 export type RequestObserver = (op: string, input: Readonly<Record<string, string | undefined>>) => (() => void) | undefined;
 
 /**
@@ -137,6 +137,7 @@ export interface DirectRequest {
 export class DirectRequests {
   private endpoint?: Promise<BucketEndpoint | undefined>;
   private signer?: SignatureV4;
+  private maxAttempts?: Promise<number>;
 
   private constructor(
     private readonly client: S3Client,
@@ -165,14 +166,20 @@ export class DirectRequests {
   async send(request: DirectRequest): Promise<DirectAnswer> {
     const endpoint = await this.usable();
     if (!endpoint) throw new Error('the direct path is not usable for this bucket');
-    const maxAttempts = Number(await (this.client.config.maxAttempts as () => Promise<number>)()) || 3;
+    this.maxAttempts ??= (this.client.config.maxAttempts as () => Promise<number>)().then((n) => Number(n) || 3);
+    const maxAttempts = await this.maxAttempts;
     for (let attempt = 1; ; attempt++) {
-      const done = this.onAttempt(request.op, request.input);
+      const end = this.onAttempt(request.op, request.input);
+      let ended = false;
+      const done = (): void => {
+        if (!ended) end?.();
+        ended = true;
+      };
       try {
         const answer = await this.attempt(endpoint, request, attempt, done);
         return answer;
       } catch (err) {
-        done?.();
+        done();
         const kind = retryKind(err);
         if (kind === undefined || attempt >= maxAttempts) {
           if (err && typeof err === 'object' && !('$metadata' in err)) Object.assign(err, { $metadata: { attempts: attempt } });
@@ -183,12 +190,7 @@ export class DirectRequests {
     }
   }
 
-  private async attempt(
-    endpoint: BucketEndpoint,
-    request: DirectRequest,
-    attempt: number,
-    done: (() => void) | undefined,
-  ): Promise<DirectAnswer> {
+  private async attempt(endpoint: BucketEndpoint, request: DirectRequest, attempt: number, done: () => void): Promise<DirectAnswer> {
     const path = `${endpoint.basePath}/${request.key === undefined ? '' : request.key.split('/').map(escapeUri).join('/')}`;
     const query = request.query ?? {};
     this.signer ??= new SignatureV4({
@@ -249,10 +251,10 @@ export class DirectRequests {
       });
       req.once('response', (res) => {
         clearTimeout(connectTimer);
-        done?.();
         const status = res.statusCode ?? 0;
         const headers = res.headers as Record<string, string | undefined>;
         if (status >= 200 && status < 300 && request.stream) {
+          done();
           // The socket's idle timeout goes on guarding the body; its failure reaches the reader of the stream.
           resolve({ status, headers, stream: res });
           return;
@@ -261,6 +263,7 @@ export class DirectRequests {
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.once('error', reject);
         res.once('end', () => {
+          done();
           const body = Buffer.concat(chunks);
           if (status >= 200 && status < 300) resolve({ status, headers, body });
           else reject(serviceError(status, headers, body, request.method, attempt));

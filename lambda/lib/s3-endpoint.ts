@@ -27,7 +27,13 @@ export async function resolveBucketEndpoint(client: S3Client, bucket: string): P
     return typeof v === 'function' ? (v as () => unknown)() : v;
   };
   let endpoint: string | undefined;
-  if (config.isCustomEndpoint) {
+  const custom = await value('isCustomEndpoint');
+  if (!custom && !(await value('ignoreConfiguredEndpointUrls'))) {
+    // An endpoint from the environment or the profile (AWS_ENDPOINT_URL_S3, endpoint_url), as the SDK finds it.
+    if (typeof config.serviceConfiguredEndpoint !== 'function') return undefined;
+    endpoint = (await value('serviceConfiguredEndpoint')) as string | undefined;
+  }
+  if (custom) {
     const e = (await value('endpoint')) as { url?: URL; protocol?: string; hostname?: string; port?: number; path?: string } | undefined;
     endpoint = e?.url ? e.url.href : e?.hostname ? `${e.protocol}//${e.hostname}${e.port ? `:${e.port}` : ''}${e.path ?? ''}` : undefined;
   }

@@ -47,6 +47,20 @@ describe('endpoint resolution', () => {
     expect(direct).toBe(await sdkUrl(settings, bucket, key));
   });
 
+  it('takes the endpoint of AWS_ENDPOINT_URL_S3 as the SDK does', async () => {
+    const before = process.env.AWS_ENDPOINT_URL_S3;
+    process.env.AWS_ENDPOINT_URL_S3 = 'http://127.0.0.1:9911';
+    try {
+      const settings: S3Settings = { forcePathStyle: true, region: 'us-east-1' };
+      const direct = await directUrl(settings, 'my-bucket', 'k');
+      expect(direct).toBe('http://127.0.0.1:9911/my-bucket/k');
+      expect(direct).toBe(await sdkUrl(settings, 'my-bucket', 'k'));
+    } finally {
+      if (before === undefined) delete process.env.AWS_ENDPOINT_URL_S3;
+      else process.env.AWS_ENDPOINT_URL_S3 = before;
+    }
+  });
+
   it('puts the bucket in the host name unless told otherwise', async () => {
     expect(await directUrl({ region: 'eu-west-1' }, 'my-bucket', 'k')).toBe('https://my-bucket.s3.eu-west-1.amazonaws.com/k');
     expect(await directUrl({ region: 'eu-west-1', forcePathStyle: true }, 'my-bucket', 'k')).toBe(
