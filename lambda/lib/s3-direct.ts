@@ -180,7 +180,7 @@ export class DirectRequests {
         return answer;
       } catch (err) {
         done();
-        const kind = retryKind(err);
+        const kind = this.correctedClock(err) ? 'transient' : retryKind(err);
         if (kind === undefined || attempt >= maxAttempts) {
           if (err && typeof err === 'object' && !('$metadata' in err)) Object.assign(err, { $metadata: { attempts: attempt } });
           throw err;
@@ -188,6 +188,19 @@ export class DirectRequests {
         await sleep(backoffMs(attempt - 1, kind));
       }
     }
+  }
+
+  /**
+   * Whether an error answer's Date header shows this machine's clock five minutes or more off S3's: then the
+   * client's clock offset is corrected, as the SDK does, and the request is worth another attempt.
+   */
+  private correctedClock(err: unknown): boolean {
+    const date = (err as { $response?: { headers?: Record<string, string | undefined> } })?.$response?.headers?.date;
+    const server = date ? Date.parse(date) : NaN;
+    const config = this.client.config as { systemClockOffset?: number };
+    if (Number.isNaN(server) || Math.abs(Date.now() + (config.systemClockOffset ?? 0) - server) < 300_000) return false;
+    config.systemClockOffset = server - Date.now();
+    return true;
   }
 
   private async attempt(endpoint: BucketEndpoint, request: DirectRequest, attempt: number, done: () => void): Promise<DirectAnswer> {

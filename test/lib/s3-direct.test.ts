@@ -167,6 +167,33 @@ describe('the direct path against moto', () => {
     }
   });
 
+  it('corrects a clock an hour off from the Date of a RequestTimeTooSkewed answer, and signs again', async () => {
+    const seed = await testStore();
+    await putObject(seed, 'k/one.txt', 'one');
+    const ahead = 3_600_000;
+    const dates: number[] = [];
+    let skewed = 1;
+    const p = await proxy((req, res) => {
+      const amz = String(req.headers['x-amz-date']).replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z');
+      dates.push(Date.parse(amz));
+      if (skewed-- <= 0) return false;
+      res.writeHead(403, { 'content-type': 'application/xml', date: new Date(Date.now() + ahead).toUTCString() });
+      res.end('<Error><Code>RequestTimeTooSkewed</Code><Message>The difference is too large.</Message></Error>');
+      return true;
+    });
+    const store = storeVia(p, seed.bucket);
+    try {
+      const head = await store.head('k/one.txt');
+
+      expect(head?.size).toBe(3);
+      expect(store.requests).toEqual({ HeadObject: 2 });
+      // The second attempt was signed on S3's time, not this machine's.
+      expect(dates[1] - dates[0]).toBeGreaterThan(ahead - 300_000);
+    } finally {
+      store.client.destroy();
+    }
+  });
+
   it('gives up with S3UnavailableError after the client’s attempts', async () => {
     const seed = await testStore();
     const p = await proxy((_req, res) => {
