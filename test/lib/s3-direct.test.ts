@@ -137,6 +137,31 @@ describe('the direct path against moto', () => {
     }
   });
 
+  it('takes credentials from the client’s provider, refreshed when they expire', async () => {
+    const seed = await testStore();
+    await putObject(seed, 'k/one.txt', 'one');
+    const keys: string[] = [];
+    const p = await proxy((req) => {
+      keys.push(/Credential=([^/]+)\//.exec(req.headers.authorization ?? '')?.[1] ?? '');
+      return false;
+    });
+    let issued = 0;
+    // Credentials that expire within the SDK's refresh window are fetched again for the next request.
+    const credentials = async () => ({ ...CREDENTIALS, accessKeyId: `AKIDROTATED${++issued}`, expiration: new Date(Date.now() + 60_000) });
+    const store = storeVia(p, seed.bucket, { credentials });
+    try {
+      await store.head('k/one.txt');
+      await store.head('k/one.txt');
+
+      // Each request signed with credentials the provider issued, the second with fresher ones than the first.
+      expect(keys).toHaveLength(2);
+      for (const key of keys) expect(key).toMatch(/^AKIDROTATED\d+$/);
+      expect(keys[1]).not.toBe(keys[0]);
+    } finally {
+      store.client.destroy();
+    }
+  });
+
   it('retries injected 503 SlowDown, 500 and connection resets, as many attempts as the client allows', async () => {
     const seed = await testStore();
     await putObject(seed, 'k/one.txt', 'one');
