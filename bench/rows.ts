@@ -72,7 +72,7 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
   await unindex(target);
   const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
   const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
-  const meter = meterDepth(store.client, process.env.BENCH_TRACE === '1');
+  const meter = meterDepth(store, process.env.BENCH_TRACE === '1');
   let listingDepth = 0;
   let listingCpuMs = 0;
   const measured: Lister = async function* (s, prefix) {

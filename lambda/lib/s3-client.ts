@@ -1,9 +1,18 @@
 /** Building the S3 client the store uses: swamp's settings, retries, timeouts that name the endpoint. */
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { type S3Settings, checkRegion } from './config';
+import { allowDirect } from './s3-direct';
 
 /** How long a request may wait for an answer's headers before it fails (and is retried). */
 export const REQUEST_TIMEOUT_MS = 30_000;
+
+/** How long a connection may take to open. */
+const CONNECTION_TIMEOUT_MS = 5_000;
+
+/** Connections per client: above every concurrency the library uses (listing 16, hydrate and re-checks up to 64). */
+const MAX_SOCKETS = 64;
 
 /**
  * Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts.
@@ -18,6 +27,9 @@ export function createS3Client(
   const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
   checkRegion(region, source);
+  // One pool of kept-alive connections, shared by the SDK and the direct path (`s3-direct.ts`).
+  const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+  const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: MAX_SOCKETS });
   const client = new S3Client({
     region,
     endpoint: settings.endpoint,
@@ -28,15 +40,25 @@ export function createS3Client(
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     requestHandler: {
-      connectionTimeout: 5_000,
+      connectionTimeout: CONNECTION_TIMEOUT_MS,
       requestTimeout: requestTimeoutMs,
       throwOnRequestTimeout: true,
-      httpAgent: { maxSockets: 64 },
-      httpsAgent: { maxSockets: 64 },
+      httpAgent,
+      httpsAgent,
     },
     ...overrides,
   });
   const where = settings.endpoint ?? 'S3';
+  // A caller's own transport (a test's fault injector) must see every request: then the SDK sends them all.
+  if (overrides.requestHandler === undefined) {
+    allowDirect(client, { httpAgent, httpsAgent, connectionTimeoutMs: CONNECTION_TIMEOUT_MS, requestTimeoutMs, where });
+  }
+  const destroy = client.destroy.bind(client);
+  client.destroy = () => {
+    destroy();
+    httpAgent.destroy();
+    httpsAgent.destroy();
+  };
   client.middlewareStack.add(
     (next) => async (args) => {
       try {

@@ -1,19 +1,12 @@
 /** The one seam to S3: every request the indexer makes goes through `S3Store`. */
 import type { Readable } from 'node:stream';
-import {
-  DeleteObjectCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
-  ListObjectsV2Command,
-  type ListObjectsV2CommandOutput,
-  PutObjectCommand,
-  type S3Client,
-} from '@aws-sdk/client-s3';
-import { ConditionalWritesUnsupportedError, NotAListingError } from './errors';
-import { codeOf, isConflict, isNotFound, isUnsupported, notAListing, statusOf, translateError } from './s3-errors';
+import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { ConditionalWritesUnsupportedError } from './errors';
+import { codeOf, isConflict, isNotFound, isUnsupported, statusOf, translateError } from './s3-errors';
 import type { S3Settings } from './config';
-import { decodeUrlKey, isoTime, parseListObjectsV2, type ListObjectsPage } from './list-xml';
 import { createS3Client } from './s3-client';
+import { type DirectAnswer, DirectRequests, type RequestObserver } from './s3-direct';
+import { directPage, sdkPage, unquoteEtag } from './s3-pages';
 
 /** An object's metadata; `etag` without quotes. */
 export interface ObjectInfo {
@@ -57,33 +50,16 @@ export interface ListOptions {
   readonly maxKeys?: number;
 }
 
-/** Strips the double quotes S3 puts around ETags. */
-export function unquoteEtag(etag: string | undefined): string {
-  return (etag ?? '').replace(/^W\//, '').replace(/^"|"$/g, '');
-}
+export { unquoteEtag };
 
-/** What the SDK reads when the fast reader already parsed a listing. */
-/** A listed key under `encoding-type=url`, decoded; a store that encodes otherwise cannot be listed safely. */
-function decodedKey(text: string, prefix: string | undefined): string {
-  const key = decodeUrlKey(text);
-  if (key !== undefined) return key;
-  throw new NotAListingError(
-    `Listing ${JSON.stringify(prefix ?? '')} gave the key ${JSON.stringify(text)}, which is not valid URL encoding although the answer says encoding-type=url; nothing was written`,
-    'The endpoint does not encode keys as S3 does: check --endpoint, or report the store',
-  );
-}
-
-const EMPTY_LIST_RESULT = new TextEncoder().encode('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult></ListBucketResult>');
-
-/** Reads a response body (a Node stream, or bytes already) whole. */
-async function collectBody(body: unknown): Promise<Buffer> {
-  if (body === undefined || body === null) return Buffer.alloc(0);
-  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  const chunks: Buffer[] = [];
-  for await (const chunk of body as AsyncIterable<Uint8Array | string>)
-    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk));
-  return Buffer.concat(chunks);
+/** An object's metadata from the headers of a GetObject or HeadObject answer. */
+function infoOf(answer: DirectAnswer): ObjectInfo {
+  const modified = answer.headers['last-modified'];
+  return {
+    size: Number(answer.headers['content-length'] ?? 0),
+    etag: unquoteEtag(answer.headers.etag),
+    lastModified: modified ? new Date(modified) : new Date(0),
+  };
 }
 
 /** Bucket-scoped S3 operations with typed errors and per-operation request counts. */
@@ -91,10 +67,22 @@ export class S3Store {
   /** HTTP requests sent, by operation (retries count). */
   readonly requests: Record<string, number> = {};
 
+  /** Listing pages, object streams and HEADs bypass the SDK's middleware when the client allows it (`s3-direct.ts`). */
+  private readonly direct: DirectRequests | undefined;
+  private readonly observers: RequestObserver[] = [];
+
   constructor(
     readonly client: S3Client,
     readonly bucket: string,
   ) {
+    this.direct = DirectRequests.of(client, bucket, (op, input) => {
+      this.requests[op] = (this.requests[op] ?? 0) + 1;
+      if (this.observers.length === 0) return undefined;
+      const ends = this.observers.map((o) => o(op, input));
+      return () => {
+        for (const end of ends) end?.();
+      };
+    });
     client.middlewareStack.add(
       (next, context) => async (args) => {
         const op = (context.commandName ?? 'Unknown').replace(/Command$/, '');
@@ -108,6 +96,14 @@ export class S3Store {
   /** A store for a bucket reached with swamp's settings. */
   static connect(settings: S3Settings, bucket: string): S3Store {
     return new S3Store(createS3Client(settings), bucket);
+  }
+
+  /**
+   * Watches every attempt of the requests sent without the SDK (ListObjectsV2, streamed GetObject, HeadObject
+   * on a client from `createS3Client`); the SDK's requests are seen through the client's middleware stack.
+   */
+  observe(observer: RequestObserver): void {
+    this.observers.push(observer);
   }
 
   /** Total requests sent so far. */
@@ -125,62 +121,11 @@ export class S3Store {
   async *listPages(options: ListOptions): AsyncGenerator<ListPage> {
     let token: string | undefined;
     do {
-      const command = new ListObjectsV2Command({
-        Bucket: this.bucket,
-        Prefix: options.prefix || undefined,
-        Delimiter: options.delimiter,
-        StartAfter: token ? undefined : options.startAfter,
-        ContinuationToken: token,
-        MaxKeys: options.maxKeys,
-        // Raw keys in XML lose characters (a CR comes back as LF); encoded ones arrive whole.
-        EncodingType: 'url',
-      });
-      let fast: ListObjectsPage | undefined;
-      if (this.listParser === 'fast') {
-        command.middlewareStack.add(
-          (next) => async (args) => {
-            fast = undefined;
-            const result = await next(args);
-            const response = result.response as { statusCode?: number; body?: unknown };
-            if (response.statusCode !== undefined && response.statusCode >= 200 && response.statusCode < 300) {
-              const bytes = await collectBody(response.body);
-              fast = parseListObjectsV2(bytes);
-              // A web page or a proxy's answer with status 200 is no listing: never read it as an empty bucket.
-              if (!fast && !bytes.includes('<ListBucketResult')) throw notAListing(args.request, bytes);
-              // Parsed: the SDK gets an empty result to read. Not recognised: it gets the bytes back.
-              response.body = fast ? EMPTY_LIST_RESULT : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
-            }
-            return result;
-          },
-          // Below the SDK's deserialiser: this sees the raw answer of each attempt (retries included).
-          { step: 'deserialize', priority: 'low', name: 'datastoreIndexerFastListParse', override: true },
-        );
-      }
-      let out: ListObjectsV2CommandOutput;
-      try {
-        out = await this.client.send(command);
-      } catch (err) {
-        throw translateError(err, 'ListBucket', this.bucket, options.prefix);
-      }
-      if (fast) {
-        yield { objects: fast.objects, prefixes: fast.prefixes, truncated: fast.isTruncated };
-        token = fast.isTruncated ? fast.nextContinuationToken : undefined;
-        continue;
-      }
-      // The SDK hands URL-encoded keys over as they came; a store that ignored the request sent them raw.
-      const keyOf = (text: string | undefined): string =>
-        out.EncodingType === 'url' ? decodedKey(text ?? '', options.prefix) : (text ?? '');
-      yield {
-        objects: (out.Contents ?? []).map((o) => ({
-          key: keyOf(o.Key),
-          size: o.Size ?? 0,
-          lastModified: isoTime(o.LastModified ?? new Date(0)),
-          etag: unquoteEtag(o.ETag),
-        })),
-        prefixes: (out.CommonPrefixes ?? []).map((p) => keyOf(p.Prefix)),
-        truncated: !!(out.IsTruncated && out.NextContinuationToken),
-      };
-      token = out.IsTruncated ? out.NextContinuationToken : undefined;
+      const page =
+        (this.listParser === 'fast' ? await directPage(this.direct, this.bucket, options, token) : undefined) ??
+        (await sdkPage(this.client, this.bucket, options, token, this.listParser));
+      yield page.page;
+      token = page.token;
     } while (token);
   }
 
@@ -207,17 +152,21 @@ export class S3Store {
     }
   }
 
-  /** GetObject's middleware as resolved for the first `open`; see there. */
+  /** GetObject's middleware as resolved for the first `open` the SDK sends; see there. */
   private openHandler?: ReturnType<GetObjectCommand['resolveMiddleware']>;
 
   /**
    * Opens an object as a stream, or undefined when it does not exist. Made for many calls (a hydrate makes
-   * thousands): the client's middleware is resolved once, on the first call, rather than on each `send`
-   * (what the SDK's `cacheMiddleware` does, for this command only); middleware added to the client later
-   * does not apply to `open`.
+   * thousands): sent directly where the client allows it; otherwise the client's middleware is resolved
+   * once, on the first call, rather than on each `send` (what the SDK's `cacheMiddleware` does, for this
+   * command only), and middleware added to the client later does not apply to `open`.
    */
   async open(key: string): Promise<{ stream: Readable; info: ObjectInfo } | undefined> {
     try {
+      if (await this.direct?.usable()) {
+        const answer = await this.direct!.send({ op: 'GetObject', method: 'GET', key, stream: true, input: { Key: key } });
+        return { stream: answer.stream!, info: infoOf(answer) };
+      }
       const command = new GetObjectCommand({ Bucket: this.bucket, Key: key });
       this.openHandler ??= command.resolveMiddleware(this.client.middlewareStack, this.client.config, undefined);
       const { output: out } = await this.openHandler(command);
@@ -233,6 +182,8 @@ export class S3Store {
   /** An object's metadata, or undefined when it does not exist. */
   async head(key: string): Promise<ObjectInfo | undefined> {
     try {
+      if (await this.direct?.usable())
+        return infoOf(await this.direct!.send({ op: 'HeadObject', method: 'HEAD', key, input: { Key: key } }));
       const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
       return { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) };
     } catch (err) {

@@ -431,6 +431,8 @@ export function trackRequests(store: S3Store): LoggedRequest[] {
     },
     { step: 'initialize', name: 'testRequestLog', override: true },
   );
+  // Listing pages, object streams and HEADs may bypass the SDK's middleware (the store's direct path).
+  store.observe((op, input) => void log.push({ op, key: input.Key }));
   return log;
 }
 

@@ -1,0 +1,317 @@
+/**
+ * The direct path: the high-volume requests (ListObjectsV2 pages, GetObject streams, HeadObject) sent over
+ * Node's http with the SDK's own signer, credentials provider and endpoint rules, without its per-request
+ * middleware stack, which costs more CPU than the request itself. Everything else stays on the SDK client.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { type Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
+import { type Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { S3Client } from '@aws-sdk/client-s3';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { type BucketEndpoint, escapeUri, resolveBucketEndpoint } from './s3-endpoint';
+
+/** How the client that allows the direct path sends its requests (set by `createS3Client`). */
+export interface DirectSettings {
+  readonly httpAgent: HttpAgent;
+  readonly httpsAgent: HttpsAgent;
+  readonly connectionTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  /** The endpoint as the user gave it (`S3` for AWS), named by a timeout. */
+  readonly where: string;
+}
+
+const allowed = new WeakMap<S3Client, DirectSettings>();
+
+/** Lets `S3Store` send a client's high-volume requests directly; only for clients whose transport is the default one. */
+export function allowDirect(client: S3Client, settings: DirectSettings): void {
+  allowed.set(client, settings);
+}
+
+/** The operations the direct path sends. */
+export type DirectOperation = 'ListObjectsV2' | 'GetObject' | 'HeadObject';
+
+/** Watches each attempt: called as it is sent; what it returns is called once the answer is read (a stream's headers), or the attempt failed. */
+export type RequestObserver = (op: string, input: Readonly<Record<string, string | undefined>>) => (() => void) | undefined;
+
+/**
+ * An answer whose status is not 2xx, shaped as the SDK's service errors are (named by the S3 code), so
+ * `s3-errors.ts` turns both into the same typed errors; never seen outside the seam.
+ */
+class DirectServiceError extends Error {
+  readonly Code: string | undefined;
+  readonly $metadata: { httpStatusCode: number; requestId?: string; attempts: number };
+  readonly $response: { statusCode: number; headers: Record<string, string | undefined> };
+
+  constructor(status: number, code: string | undefined, message: string, headers: Record<string, string | undefined>, attempts: number) {
+    super(message);
+    this.name = code ?? 'Unknown';
+    this.Code = code;
+    this.$metadata = { httpStatusCode: status, requestId: headers['x-amz-request-id'], attempts };
+    this.$response = { statusCode: status, headers };
+  }
+}
+
+const THROTTLING = new Set([
+  'BandwidthLimitExceeded',
+  'RequestLimitExceeded',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'TooManyRequestsException',
+]);
+const TRANSIENT = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
+const NODE_TRANSIENT = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Whether the SDK's standard retry strategy would retry this failure, and whether it counts as throttling. */
+export function retryKind(err: unknown): 'throttling' | 'transient' | undefined {
+  const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number }; errors?: unknown[] };
+  const status = e?.$metadata?.httpStatusCode;
+  if (status === 429 || THROTTLING.has(e?.name ?? '')) return 'throttling';
+  if (TRANSIENT.has(e?.name ?? '') || NODE_TRANSIENT.has(e?.code ?? '')) return 'transient';
+  if (status !== undefined && status >= 500 && status <= 599) return 'transient';
+  // A refused connection to a name with several addresses fails with one error per address.
+  if (Array.isArray(e?.errors) && e.errors.length > 0) return retryKind(e.errors[0]);
+  return undefined;
+}
+
+/** The SDK's backoff: a random wait under an exponential cap (base 100 ms, 500 ms when throttled, at most 20 s). */
+export function backoffMs(retry: number, kind: 'throttling' | 'transient', random = Math.random): number {
+  return Math.floor(random() * Math.min((kind === 'throttling' ? 500 : 100) * 2 ** retry, 20_000));
+}
+
+/** SHA-256 (and its HMAC) from node:crypto, in the shape the signer takes. */
+class NodeSha256 {
+  private readonly hash;
+  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
+    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', toBytes(secret));
+  }
+  update(data: string | ArrayBuffer | ArrayBufferView): void {
+    this.hash.update(toBytes(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    return this.hash.digest();
+  }
+  reset(): void {}
+}
+
+function toBytes(data: string | ArrayBuffer | ArrayBufferView): Buffer | string {
+  if (typeof data === 'string') return data;
+  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return Buffer.from(data);
+}
+
+/** The answer of one direct request: status, headers and either the body read whole or the stream itself. */
+export interface DirectAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | undefined>;
+  readonly body?: Buffer;
+  readonly stream?: IncomingMessage;
+}
+
+/** One request, before signing. */
+export interface DirectRequest {
+  readonly op: DirectOperation;
+  readonly method: 'GET' | 'HEAD';
+  /** The object key, or undefined for a bucket request (a listing). */
+  readonly key?: string;
+  readonly query?: Record<string, string>;
+  /** Hand a 2xx answer's body over as a stream rather than read it whole. */
+  readonly stream?: boolean;
+  /** What an observer sees of it (`Prefix`, `Key`, …). */
+  readonly input: Readonly<Record<string, string | undefined>>;
+}
+
+/** Sends a client's direct requests for one bucket: signed, retried and timed out as the SDK client would. */
+export class DirectRequests {
+  private endpoint?: Promise<BucketEndpoint | undefined>;
+  private signer?: SignatureV4;
+  private maxAttempts?: Promise<number>;
+
+  private constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly settings: DirectSettings,
+    private readonly onAttempt: (op: string, input: Readonly<Record<string, string | undefined>>) => (() => void) | undefined,
+  ) {}
+
+  /** The direct path of `client` for `bucket`, or undefined when the client's transport is not the default (a test's fault injector). */
+  static of(
+    client: S3Client,
+    bucket: string,
+    onAttempt: (op: string, input: Readonly<Record<string, string | undefined>>) => (() => void) | undefined,
+  ): DirectRequests | undefined {
+    const settings = allowed.get(client);
+    return settings ? new DirectRequests(client, bucket, settings, onAttempt) : undefined;
+  }
+
+  /** The bucket's endpoint, resolved once; undefined means the SDK must send (another auth scheme). */
+  usable(): Promise<BucketEndpoint | undefined> {
+    this.endpoint ??= resolveBucketEndpoint(this.client, this.bucket);
+    return this.endpoint;
+  }
+
+  /** Sends `request` with the client's retries; non-2xx answers are thrown as `DirectServiceError`. */
+  async send(request: DirectRequest): Promise<DirectAnswer> {
+    const endpoint = await this.usable();
+    if (!endpoint) throw new Error('the direct path is not usable for this bucket');
+    this.maxAttempts ??= (this.client.config.maxAttempts as () => Promise<number>)().then((n) => Number(n) || 3);
+    const maxAttempts = await this.maxAttempts;
+    for (let attempt = 1; ; attempt++) {
+      const end = this.onAttempt(request.op, request.input);
+      let ended = false;
+      const done = (): void => {
+        if (!ended) end?.();
+        ended = true;
+      };
+      try {
+        const answer = await this.attempt(endpoint, request, attempt, done);
+        return answer;
+      } catch (err) {
+        done();
+        const kind = this.correctedClock(err) ? 'transient' : retryKind(err);
+        if (kind === undefined || attempt >= maxAttempts) {
+          if (err && typeof err === 'object' && !('$metadata' in err)) Object.assign(err, { $metadata: { attempts: attempt } });
+          throw err;
+        }
+        await sleep(backoffMs(attempt - 1, kind));
+      }
+    }
+  }
+
+  /**
+   * Whether an error answer's Date header shows this machine's clock five minutes or more off S3's: then the
+   * client's clock offset is corrected, as the SDK does, and the request is worth another attempt.
+   */
+  private correctedClock(err: unknown): boolean {
+    const date = (err as { $response?: { headers?: Record<string, string | undefined> } })?.$response?.headers?.date;
+    const server = date ? Date.parse(date) : NaN;
+    const config = this.client.config as { systemClockOffset?: number };
+    if (Number.isNaN(server) || Math.abs(Date.now() + (config.systemClockOffset ?? 0) - server) < 300_000) return false;
+    config.systemClockOffset = server - Date.now();
+    return true;
+  }
+
+  private async attempt(endpoint: BucketEndpoint, request: DirectRequest, attempt: number, done: () => void): Promise<DirectAnswer> {
+    const path = `${endpoint.basePath}/${request.key === undefined ? '' : request.key.split('/').map(escapeUri).join('/')}`;
+    const query = request.query ?? {};
+    this.signer ??= new SignatureV4({
+      credentials: this.client.config.credentials as never,
+      region: endpoint.signingRegion,
+      service: 's3',
+      sha256: NodeSha256,
+      uriEscapePath: false,
+      applyChecksum: true,
+    });
+    const offset = Number((this.client.config as { systemClockOffset?: number }).systemClockOffset ?? 0);
+    const signed = await this.signer.sign(
+      {
+        method: request.method,
+        protocol: endpoint.protocol,
+        hostname: endpoint.hostname,
+        port: endpoint.port,
+        path,
+        query,
+        headers: { ...endpoint.headers, host: endpoint.host },
+      },
+      { signingDate: new Date(Date.now() + offset) },
+    );
+    const search = Object.keys(query)
+      .map((k) => `${escapeUri(k)}=${escapeUri(query[k])}`)
+      .join('&');
+    const https = endpoint.protocol === 'https:';
+    const { requestTimeoutMs, connectionTimeoutMs, where } = this.settings;
+    return new Promise<DirectAnswer>((resolve, reject) => {
+      const req = (https ? httpsRequest : httpRequest)({
+        method: request.method,
+        hostname: endpoint.hostname,
+        port: endpoint.port,
+        path: search ? `${path}?${search}` : path,
+        headers: signed.headers,
+        agent: https ? this.settings.httpsAgent : this.settings.httpAgent,
+      });
+      let connectTimer: NodeJS.Timeout | undefined;
+      const fail = (err: Error): void => {
+        clearTimeout(connectTimer);
+        req.destroy(err);
+        reject(err);
+      };
+      req.on('socket', (socket) => {
+        if (!socket.connecting) return;
+        connectTimer = setTimeout(
+          () => fail(timeoutError(`could not connect to ${where} within ${connectionTimeoutMs} ms`)),
+          connectionTimeoutMs,
+        );
+        socket.once('connect', () => clearTimeout(connectTimer));
+      });
+      req.setTimeout(requestTimeoutMs, () =>
+        fail(timeoutError(`no answer from ${where} within ${requestTimeoutMs} ms (request timed out)`)),
+      );
+      req.once('error', (err) => {
+        clearTimeout(connectTimer);
+        reject(err);
+      });
+      req.once('response', (res) => {
+        clearTimeout(connectTimer);
+        const status = res.statusCode ?? 0;
+        const headers = res.headers as Record<string, string | undefined>;
+        if (status >= 200 && status < 300 && request.stream) {
+          done();
+          // The socket's idle timeout goes on guarding the body; its failure reaches the reader of the stream.
+          resolve({ status, headers, stream: res });
+          return;
+        }
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.once('error', reject);
+        res.once('end', () => {
+          done();
+          const body = Buffer.concat(chunks);
+          if (status >= 200 && status < 300) resolve({ status, headers, body });
+          else reject(serviceError(status, headers, body, request.method, attempt));
+        });
+      });
+      req.end();
+    });
+  }
+}
+
+function timeoutError(message: string): Error {
+  return Object.assign(new Error(message), { name: 'TimeoutError' });
+}
+
+/** The `<Code>` and `<Message>` of an S3 XML error body; an empty body (a HEAD) is named as the SDK names it. */
+export function serviceError(
+  status: number,
+  headers: Record<string, string | undefined>,
+  body: Buffer,
+  method: string,
+  attempts: number,
+): Error {
+  const text = body.length > 0 && body.length < 65_536 ? body.toString('utf8') : '';
+  const field = (name: string): string | undefined => {
+    const m = new RegExp(`<${name}>([^<]*)</${name}>`).exec(text);
+    return m
+      ? m[1]
+          .replace(/&lt;/g, '<')
+          .replace(/&gt;/g, '>')
+          .replace(/&quot;/g, '"')
+          .replace(/&apos;/g, "'")
+          .replace(/&amp;/g, '&')
+      : undefined;
+  };
+  const code = field('Code') ?? (status === 404 ? 'NotFound' : undefined);
+  const message = field('Message') ?? (method === 'HEAD' || !text ? 'UnknownError' : text.slice(0, 200));
+  return new DirectServiceError(status, code, message, headers, attempts);
+}
