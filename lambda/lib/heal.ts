@@ -3,7 +3,9 @@ import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClea
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { EmptyDatastoreError } from './errors';
 import { isRefusedKey, partitionOf } from './keys';
+import { healWhileListing, pagesInKeyOrder } from './heal-stream';
 import { readLiveIndex } from './layouts/read';
+import { shardBaseFor } from './layouts/shard-chunk';
 import { type Layout, type LiveIndex, baseIndexOf } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
 import { rootBase, scopeBase } from './names';
@@ -37,6 +39,8 @@ export interface HealOptions {
   readonly skipNamespace?: (namespace: string) => boolean;
   /** Hears the count of objects listed so far, after each page of the root's listing. */
   readonly onListed?: (objectsListed: number) => void;
+  /** Entry changes a shard-first heal commits at once (one lock, one manifest write). @default 10000 */
+  readonly chunkEntries?: number;
 }
 
 /** What a heal found and did for one index. */
@@ -91,10 +95,31 @@ export interface HealReport {
 /** What to do about a prefix that holds no object at all, said alike by every command. */
 const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
 
-/** Heals (or checks) every index of a root from one listing. */
+/**
+ * Heals (or checks) every index of a root from one listing. A shard-first scope whose layout is whole (see
+ * `shardBaseFor`) is healed partition by partition while it is listed (`healWhileListing`); any other
+ * scope, and a shard-first one with an unfinished publish, orphans, missing files or a bad manifest, is
+ * read whole and healed after the listing.
+ */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+  const shards = options.listing ? undefined : await shardBaseFor(store, target);
+  if (shards) {
+    const listed = await healWhileListing(
+      store,
+      target,
+      shards,
+      { base, pages: lister(store, base), namespaces: !options.namespace },
+      options,
+    );
+    const scopes = [listed.report];
+    for (const [ns, objects] of [...listed.namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      scopes.push(await healScope(store, { root, namespace: ns }, objects, listed.shardPartitions.get(ns), listed.startedAt, options));
+    }
+    return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
+  }
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
   const early = options.listing ? undefined : readLiveIndex(store, options.namespace ? { root, namespace: options.namespace } : { root });
   early?.catch(() => undefined);
@@ -109,17 +134,31 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
     const scope: IndexScope = { root, namespace: options.namespace };
-    scopes.push(await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options, early));
+    scopes.push(await healListedScope(store, scope, listing, '', options, early));
   } else {
-    for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    for (const ns of [...listing.scopes.keys()].sort()) {
       if (ns && options.skipNamespace?.(ns)) continue;
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
-      scopes.push(
-        await healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, ns ? undefined : early),
-      );
+      scopes.push(await healListedScope(store, scope, listing, ns, options, ns ? undefined : early));
     }
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs, ...(advice ? { empty: advice } : {}) };
+}
+
+/** Heals one scope of a listing made already: by partitions when it is a whole shard-first scope (see `healRoot`). */
+async function healListedScope(
+  store: S3Store,
+  scope: IndexScope,
+  listing: ScopedListing,
+  ns: string,
+  options: HealOptions,
+  early: Promise<LiveIndex> | undefined,
+): Promise<ScopeReport> {
+  const objects = listing.scopes.get(ns)!;
+  const shards = options.listing ? await shardBaseFor(store, scope) : undefined;
+  if (!shards) return healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, early);
+  const source = { base: '', pages: pagesInKeyOrder(objects), startedAt: listing.startedAt, namespaces: false };
+  return (await healWhileListing(store, scope, shards, source, options)).report;
 }
 
 /** Confirms with one plain ListObjectsV2 request that `base` holds nothing (a missing bucket throws `BucketNotFoundError` here). */

@@ -18,6 +18,11 @@ export interface ParallelListOptions {
   readonly concurrency?: number;
   /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
   readonly pageSize?: number;
+  /**
+   * Pages listed ahead of the consumer, at most, beyond the slice it reads from: slices further on wait
+   * while this many are buffered, so a slow consumer holds a window of the root, not the root. @default 256
+   */
+  readonly window?: number;
 }
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
@@ -35,12 +40,17 @@ class ParallelListing {
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
   private waiters: (() => void)[] = [];
+  /** The slice the consumer reads from: it never waits for the window, or the listing could not move on. */
+  private head?: Slice;
+  /** Pages listed and not yet taken by the consumer. */
+  private buffered = 0;
 
   constructor(
     private readonly store: S3Store,
     private readonly base: string,
     concurrency: number,
     private readonly pageSize: number,
+    private readonly window: number,
   ) {
     this.slots = new Slots(concurrency);
     this.target = concurrency;
@@ -51,11 +61,16 @@ class ParallelListing {
     this.track(this.split(first));
     try {
       for (let slice: Slice | undefined = first; slice; slice = slice.next) {
+        this.head = slice;
+        this.notify();
         for (;;) {
           if (this.failure !== undefined) throw this.failure;
           const page = slice.pages.shift();
-          if (page) yield page;
-          else if (slice.done) break;
+          if (page) {
+            this.buffered--;
+            this.notify();
+            yield page;
+          } else if (slice.done) break;
           else await new Promise<void>((resolve) => this.waiters.push(resolve));
         }
       }
@@ -122,6 +137,9 @@ class ParallelListing {
     const pages = this.store.listPages({ prefix: segment.prefix, startAfter, maxKeys: this.pageSize });
     try {
       for (;;) {
+        while (slice !== this.head && this.buffered >= this.window && !this.stopped && this.failure === undefined) {
+          await new Promise<void>((resolve) => this.waiters.push(resolve));
+        }
         await this.slots.acquire(false);
         let next: IteratorResult<ListPage>;
         try {
@@ -164,6 +182,7 @@ class ParallelListing {
     slice.recent = objects;
     if (end > 0) {
       slice.pages.push({ objects: end === objects.length ? objects : objects.slice(0, end), prefixes: [] });
+      this.buffered++;
       this.notify();
     }
     return end < objects.length || (until !== undefined && last === until);
@@ -355,5 +374,8 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
     throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
   }
-  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize).pages();
+  const window = options.window ?? 256;
+  if (!Number.isInteger(window) || window < 1)
+    throw new ConfigError(`The listing window must be a whole number of at least 1, got ${window}`);
+  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window).pages();
 }

@@ -45,6 +45,8 @@ export interface PublishOptions {
   readonly mirrors?: MirrorCheck;
   /** On a shard-first scope, read only these partitions (see `ReadOptions.partitions`); after a lost race, every one. */
   readonly partitions?: ReadonlySet<string>;
+  /** Makes every read of the index instead of `readLiveIndex` (a heal's chunk reads its partitions alone, also after a lost race). */
+  readonly read?: () => Promise<LiveIndex>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -150,6 +152,7 @@ class Publication<F> {
   }
 
   read(known?: KnownIndex): Promise<LiveIndex> {
+    if (this.options.read) return this.options.read();
     const { shardPartitions, mirrors } = this.options;
     const partitions = this.whole ? undefined : this.options.partitions;
     return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known, partitions });
