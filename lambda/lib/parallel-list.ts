@@ -137,7 +137,8 @@ class ParallelListing {
     const pages = this.store.listPages({ prefix: segment.prefix, startAfter, maxKeys: this.pageSize });
     try {
       for (;;) {
-        while (slice !== this.head && this.buffered >= this.window && !this.stopped && this.failure === undefined) {
+        // The consumer's slice waits only while pages of its own wait to be taken, so the consumer never starves.
+        while (this.ahead(slice) && !this.stopped && this.failure === undefined) {
           await new Promise<void>((resolve) => this.waiters.push(resolve));
         }
         await this.slots.acquire(false);
@@ -156,6 +157,11 @@ class ParallelListing {
     } finally {
       await pages.return(undefined);
     }
+  }
+
+  /** True when `slice` should wait before its next request: the window is full, and not for want of its own pages. */
+  private ahead(slice: Slice): boolean {
+    return this.buffered >= this.window && (slice !== this.head || slice.pages.length > 0);
   }
 
   /** Takes a page's keys up to the segment's end; true when the segment is complete. */

@@ -64,9 +64,10 @@ export class PartitionHeal {
   private readonly judging = new Set<Promise<void>>();
   private failure: unknown;
   private readonly reads = new Slots(16);
-  private pending = new Map<string, Map<string, Change>>();
+  private readonly pending = new Map<string, Map<string, Change>>();
   private pendingCount = 0;
-  private forced = new Set<string>();
+  private readonly forced = new Set<string>();
+  private flushing: Promise<void> = Promise.resolve();
   private objects = 0;
   private unshardable = 0;
   private entries = 0;
@@ -125,12 +126,17 @@ export class PartitionHeal {
     this.rethrow();
     // Partitions the listing never reached (their objects are all gone), and files with entries past where they were judged.
     const rest = [...new Set([...this.base.meta.partitions.filter((p) => !this.judgedAt.has(p)), ...this.revisit])];
-    await mapLimit(rest, 16, (partition) =>
-      this.judge(
-        { partition, listed: new Map(), folders: new Set(), from: this.judgedAt.get(partition), file: this.read(partition) },
-        null,
-      ),
-    );
+    await mapLimit(rest, 16, async (partition) => {
+      const unit = {
+        partition,
+        listed: new Map(),
+        folders: new Set<string>(),
+        from: this.judgedAt.get(partition),
+        file: this.read(partition),
+      };
+      await this.judge(unit, null);
+      if (this.pendingCount >= (this.options.chunkEntries ?? 10_000)) await this.flush();
+    });
     await this.flush();
     return this.report();
   }
@@ -226,14 +232,34 @@ export class PartitionHeal {
     if (changes.size === 0) this.pending.delete(partition);
   }
 
-  /** Commits the changes kept so far: one publish of the partitions they touch (see `readShardChunk`). */
-  private async flush(): Promise<void> {
-    if (this.options.mode === 'check' || (this.pending.size === 0 && this.forced.size === 0)) return;
-    const changes = this.pending;
-    const touched = new Set([...changes.keys(), ...this.forced]);
-    this.pending = new Map();
-    this.pendingCount = 0;
-    this.forced = new Set();
+  /** Commits the changes kept so far, a chunk at a time (commits never overlap). */
+  private flush(): Promise<void> {
+    const run = this.flushing.then(() => this.commitKept());
+    this.flushing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async commitKept(): Promise<void> {
+    if (this.options.mode === 'check') return;
+    const limit = this.options.chunkEntries ?? 10_000;
+    while (this.pending.size > 0 || this.forced.size > 0) {
+      const chunk = new Map<string, Map<string, Change>>();
+      let count = 0;
+      for (const [partition, changes] of this.pending) {
+        if (count > 0 && count + changes.size > limit) break;
+        chunk.set(partition, changes);
+        count += changes.size;
+      }
+      for (const partition of chunk.keys()) this.pending.delete(partition);
+      this.pendingCount -= count;
+      const forced = [...this.forced].filter((p) => chunk.has(p) || !this.pending.has(p));
+      for (const partition of forced) this.forced.delete(partition);
+      await this.commit(chunk, new Set([...chunk.keys(), ...forced]));
+    }
+  }
+
+  /** One publish of the partitions a chunk touches (see `readShardChunk`). */
+  private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
     const name = describeScope(this.scope);
     const outcome = await publishIndex(this.store, this.scope, this.planner(changes), {
