@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister, sequentialLister } from '../lambda/lib/internal';
 import { freshnessBench } from './freshness';
+import { type HealMemory, healMemory } from './heal-memory';
 import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
@@ -25,7 +26,7 @@ import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneL
 
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
-                       [--hydrate-objects N]
+                       [--hydrate-objects N] [--heal-memory-only]
                        [--quick] [--json]`;
 
 interface Options {
@@ -42,6 +43,8 @@ interface Options {
   /** Objects of the root the hydrate rows download (bench/hydrate.ts); 0 skips them. */
   readonly hydrateObjects: number;
   readonly rclone: boolean;
+  /** Only the peak-RSS heals of a `healEntries`-object root, monolith and shard-first. */
+  readonly healMemoryOnly: boolean;
   readonly json: boolean;
   readonly quick: boolean;
 }
@@ -60,6 +63,7 @@ function options(): Options {
       'hydrate-objects': { type: 'string' },
       'no-moto': { type: 'boolean' },
       'no-rclone': { type: 'boolean' },
+      'heal-memory-only': { type: 'boolean' },
       quick: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
@@ -89,6 +93,7 @@ function options(): Options {
     motoObjects: values['no-moto'] ? 0 : int('moto-objects', quick ? 300 : 2_000, 0),
     hydrateObjects: int('hydrate-objects', quick ? 1_000 : 5_000, 0),
     rclone: !values['no-rclone'],
+    healMemoryOnly: values['heal-memory-only'] ?? false,
     json: values.json ?? false,
     quick,
   };
@@ -140,6 +145,7 @@ async function main(): Promise<void> {
   process.env.AWS_REGION ??= 'us-east-1';
   delete process.env.AWS_PROFILE;
   const loadBefore = loadavg()[0];
+  if (o.healMemoryOnly) return healMemoryOnly(o, loadBefore);
 
   log(`offline: building and serialising a ${o.indexEntries}-entry index (child process)`);
   const index = offline(['index', String(o.indexEntries)]);
@@ -152,6 +158,7 @@ async function main(): Promise<void> {
   const rclone = o.rclone ? rcloneVersion() : undefined;
   let timings: Record<string, Timing[]>;
   let fullHeal: Record<string, number> | undefined;
+  let memory: HealMemory | undefined;
   let hydrate: HydrateBenchResult | undefined;
   const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 16': { checkers: 16 } };
   try {
@@ -173,9 +180,8 @@ async function main(): Promise<void> {
       hydrate = await hydrateBench(model, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
     }
     if (o.healEntries > 0) {
-      log(`s3-model: a parallel heal of ${o.healEntries} objects in a child process, for its peak RSS`);
-      await model.seed('bench-large', { count: o.healEntries, prefix: target.prefix, layout: 'swamp' });
-      fullHeal = child('heal-child.ts', [model.endpoint, 'bench-large', target.prefix, String(o.parallelism)]);
+      memory = await healMemory(model, { entries: o.healEntries, prefix: target.prefix, parallelism: o.parallelism, log });
+      fullHeal = memory.monolith;
     }
   } finally {
     await model.stop();
@@ -314,12 +320,7 @@ async function main(): Promise<void> {
       `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
     `delta of ${delta.events} events on ${delta.entries} entries (latestChanges + applyChanges): median ${delta.medianMs.toFixed(1)} ms`,
   );
-  if (fullHeal) {
-    out.push(
-      `parallel heal of an unindexed ${o.healEntries}-object root on the model (child process): ${fullHeal.seconds.toFixed(1)} s, ` +
-        `peak RSS ${fullHeal.peakRssMb.toFixed(0)} MiB (${fullHeal.baselineRssMb.toFixed(0)} MiB before), ${fullHeal.requests} requests`,
-    );
-  }
+  if (memory) out.push(...memory.lines);
   out.push('', fresh.table);
   if (hydrate) out.push('', hydrate.header, '', hydrate.table);
   process.stdout.write(`${out.join('\n')}\n`);
@@ -363,6 +364,7 @@ async function main(): Promise<void> {
       healEntries: fullHeal ? o.healEntries : null,
       healPeakRssMb: fullHeal ? fullHeal.peakRssMb : null,
       healSeconds: fullHeal ? fullHeal.seconds : null,
+      ...(memory?.json ?? { healPeakRssMb1MMonolith: null, healPeakRssMb1MShardFirst: null }),
       moto: moto
         ? {
             objects: o.motoObjects,
@@ -378,6 +380,20 @@ async function main(): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   }
+}
+
+/** `--heal-memory-only`: the peak-RSS heals alone, monolith and shard-first, on the model at `--latency-ms`. */
+async function healMemoryOnly(o: Options, loadBefore: number): Promise<void> {
+  const model = await startModelProcess(o.latencyMs);
+  let memory: HealMemory;
+  try {
+    memory = await healMemory(model, { entries: o.healEntries || 1_000_000, prefix: 'root', parallelism: o.parallelism, log });
+  } finally {
+    await model.stop();
+  }
+  const header = `S3 model, ${o.latencyMs} ms per request; ${cpus().length} CPUs, load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; node ${process.version}`;
+  process.stdout.write(`${[header, ...memory.lines].join('\n')}\n`);
+  if (o.json) process.stdout.write(`${JSON.stringify({ ...memory.json, cpus: cpus().length, loadAverage: [loadBefore, loadavg()[0]] })}\n`);
 }
 
 main().catch((err: unknown) => {
