@@ -20,7 +20,7 @@ export interface ParallelListOptions {
   readonly pageSize?: number;
   /**
    * Pages listed ahead of the consumer, at most, beyond the slice it reads from: slices further on wait
-   * while this many are buffered, so a slow consumer holds a window of the root, not the root. @default 64
+   * while this many are buffered, so a slow consumer holds a window of the root, not the root. @default 256
    */
   readonly window?: number;
 }
@@ -380,7 +380,7 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
     throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
   }
-  const window = options.window ?? 64;
+  const window = options.window ?? 256;
   if (!Number.isInteger(window) || window < 1)
     throw new ConfigError(`The listing window must be a whole number of at least 1, got ${window}`);
   return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window).pages();
