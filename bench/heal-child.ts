@@ -6,7 +6,7 @@
  *
  *   heal-child.ts <endpoint> <bucket> <prefix> <concurrency> [monolith|shard-first]
  */
-import { parallelLister } from '../lambda/lib/internal';
+import { PARTITION_WINDOW, parallelLister } from '../lambda/lib/internal';
 import { heal, makeShardFirst, partitionsEqualListing } from './rows';
 
 async function main(): Promise<void> {
@@ -14,7 +14,8 @@ async function main(): Promise<void> {
   const target = { endpoint, bucket, prefix };
   if (layout === 'shard-first') await makeShardFirst(target);
   const baselineRssMb = process.memoryUsage().rss / 1048576;
-  const timing = await heal(target, parallelLister({ concurrency: Number(concurrency) }), { keep: layout === 'shard-first' });
+  const window = layout === 'shard-first' ? PARTITION_WINDOW : undefined;
+  const timing = await heal(target, parallelLister({ concurrency: Number(concurrency), window }), { keep: layout === 'shard-first' });
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
   const checked = layout === 'shard-first' ? await partitionsEqualListing(target) : undefined;
   process.stdout.write(`${JSON.stringify({ ...timing, baselineRssMb, peakRssMb, ...(checked ?? {}) })}\n`);

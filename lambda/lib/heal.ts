@@ -23,7 +23,7 @@ export interface HealOptions {
   readonly mode: HealMode;
   /** Heal only this namespace; by default the root's own index and every namespace in it. */
   readonly namespace?: string;
-  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time */
+  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time (a shard-first scope's: with a `window` of `PARTITION_WINDOW` pages) */
   readonly lister?: Lister;
   /** A listing made already (of the root, or of `namespace` when given), e.g. one resumed across invocations; `lister` is then unused. */
   readonly listing?: ScopedListing;
@@ -91,6 +91,9 @@ export interface HealReport {
   /** Set when the root (or namespace) holds no object at all, not even an index (most likely a mistyped prefix): what to do. */
   readonly empty?: string;
 }
+
+/** Pages the default lister of a heal by partitions buffers ahead of it. */
+export const PARTITION_WINDOW = 32;
 
 /** What to do about a prefix that holds no object at all, said alike by every command. */
 const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';

@@ -20,7 +20,8 @@ export interface ParallelListOptions {
   readonly pageSize?: number;
   /**
    * Pages listed ahead of the consumer, at most, beyond the slice it reads from: slices further on wait
-   * while this many are buffered, so a slow consumer holds a window of the root, not the root. @default 256
+   * while this many are buffered, so a slow consumer holds a window of the root, not the root. A window
+   * slows a listing whose first slice is long (the rest waits behind it). @default unbounded
    */
   readonly window?: number;
 }
@@ -57,10 +58,11 @@ class ParallelListing {
   }
 
   async *pages(): AsyncGenerator<ListPage> {
-    const first = this.slice(undefined, [{ prefix: this.base }]);
-    this.track(this.split(first));
+    // No reference to the first slice is kept: slices link to the next, and a listing read is let go.
+    let slice: Slice | undefined = this.slice(undefined, [{ prefix: this.base }]);
+    this.track(this.split(slice));
     try {
-      for (let slice: Slice | undefined = first; slice; slice = slice.next) {
+      for (; slice; slice = slice.next) {
         this.head = slice;
         this.notify();
         for (;;) {
@@ -70,8 +72,10 @@ class ParallelListing {
             this.buffered--;
             this.notify();
             yield page;
-          } else if (slice.done) break;
-          else await new Promise<void>((resolve) => this.waiters.push(resolve));
+          } else if (slice.done) {
+            slice.recent = [];
+            break;
+          } else await new Promise<void>((resolve) => this.waiters.push(resolve));
         }
       }
       if (this.failure !== undefined) throw this.failure;
@@ -380,8 +384,8 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
     throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
   }
-  const window = options.window ?? 256;
-  if (!Number.isInteger(window) || window < 1)
+  const window = options.window ?? Number.POSITIVE_INFINITY;
+  if (!(Number.isInteger(window) || window === Number.POSITIVE_INFINITY) || window < 1)
     throw new ConfigError(`The listing window must be a whole number of at least 1, got ${window}`);
   return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window).pages();
 }
