@@ -12,13 +12,16 @@ import {
   groupSummaries,
   hookedStore,
   listKeys,
+  putIndex,
   putObject,
   putObjects,
+  putShardLayout,
   readIndex,
   readJson,
   readShardSummaries,
   snapshotBucket,
   sortByKey,
+  summarize,
   testStore,
 } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
@@ -226,4 +229,33 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(copies).toHaveLength(1);
     expect(await partitionsNow(store)).toEqual(truth());
   });
+
+  it.each(['monolith', 'dual-write'] as const)(
+    'a %s root keeps the whole-index heal: its monolith equals the listing, its layout stays',
+    async (layout) => {
+      const store = await testStore();
+      await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [BASE + k, v])));
+      await putIndex(store, `${BASE}.datastore-index.json`, clientEntries());
+      const partitions = [...groupSummaries(clientEntries()).keys()].sort();
+      if (layout === 'dual-write') {
+        await putShardLayout(store, BASE, clientEntries());
+        await putObject(store, `${BASE}_index/_meta.json`, JSON.stringify({ version: 1, partitions }));
+      }
+
+      const report = await healRoot(
+        connectStore(store.bucket),
+        { bucket: store.bucket, prefix: 'sf' },
+        { mode: 'repair', chunkEntries: 1 },
+      );
+
+      // The unshardable key is data here: a monolith holds it.
+      expect(report.scopes[0]).toMatchObject({ layout, published: true, drift: { missing: 10, stale: 3, resized: 1 }, unshardable: 0 });
+      const rows = Object.entries(OBJECTS)
+        .filter(([k]) => k !== LONG)
+        .map(([key, body]) => ({ key, size: Buffer.byteLength(body) }));
+      expect(summarize(await readIndex(store, `${BASE}.datastore-index.json`))).toEqual(sortByKey(rows));
+      const meta = await readJson<{ version: number }>(store, `${BASE}_index/_meta.json`);
+      expect(meta?.version).toBe(layout === 'dual-write' ? 1 : undefined);
+    },
+  );
 });
