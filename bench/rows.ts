@@ -4,7 +4,21 @@
  */
 import { spawnSync } from 'node:child_process';
 import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { type DatastoreRoot, type Lister, INDEX_KEY, LOCK_KEY, S3Store, createS3Client, healRoot, rootBase } from '../lambda/lib/internal';
+import {
+  type DatastoreRoot,
+  type Lister,
+  INDEX_KEY,
+  LOCK_KEY,
+  S3Store,
+  createS3Client,
+  healRoot,
+  isInternalKey,
+  manifestKeyOf,
+  parseIndex,
+  partitionKeyOf,
+  partitionOf,
+  rootBase,
+} from '../lambda/lib/internal';
 import { timed } from './child-cpu';
 import { meterDepth } from './depth';
 import type { LoadReading } from './load';
@@ -68,7 +82,7 @@ export async function unindex(target: Target): Promise<void> {
  * A full heal (mode repair) of an unindexed root, as the command and the Lambda run it; the index it
  * publishes is removed again afterwards, so every row lists the same objects.
  */
-export async function heal(target: Target, lister: Lister): Promise<Timing> {
+export async function heal(target: Target, lister: Lister, options: { readonly keep?: boolean } = {}): Promise<Timing> {
   await unindex(target);
   const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
   const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
@@ -111,7 +125,52 @@ export async function heal(target: Target, lister: Lister): Promise<Timing> {
         `${meter.trace.map((t) => `${t.depth}\t${t.op}\t${t.sentMs.toFixed(0)}\t${t.doneMs.toFixed(0)}\t${t.input}`).join('\n')}\n`,
       );
     store.client.destroy();
-    await unindex(target);
+    if (!options.keep) await unindex(target);
+  }
+}
+
+/** Makes the root shard-first: a version-2 manifest that lists no partition, as a `migrate-index` of an empty root leaves. */
+export async function makeShardFirst(target: Target): Promise<void> {
+  const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
+  const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
+  try {
+    await store.put(manifestKeyOf({ root }), JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
+  } finally {
+    store.client.destroy();
+  }
+}
+
+/**
+ * Reads every partition file the manifest lists and lists the root: `partitionsEqualListing` is 1 when
+ * each listed object with a partition has an entry of its size in its partition file and no file holds
+ * anything else, else 0; `partitionFiles` and `entriesChecked` say how much was compared.
+ */
+export async function partitionsEqualListing(target: Target): Promise<Record<string, number>> {
+  const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
+  const base = rootBase(root);
+  const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
+  try {
+    const meta = JSON.parse((await store.get(manifestKeyOf({ root })))!.body.toString('utf8')) as { partitions: string[] };
+    const indexed = new Map<string, number>();
+    let mismatches = 0;
+    for (const partition of meta.partitions) {
+      const parsed = parseIndex((await store.get(partitionKeyOf({ root }, partition)))?.body ?? '');
+      if (!parsed.ok) mismatches++;
+      else for (const [key, entry] of parsed.index.entries) partitionOf(key) === partition ? indexed.set(key, entry.size) : mismatches++;
+    }
+    const entriesChecked = indexed.size;
+    for await (const page of store.listPages({ prefix: base })) {
+      for (const object of page.objects) {
+        const rel = object.key.slice(base.length);
+        if (isInternalKey(rel) || partitionOf(rel) === undefined) continue;
+        if (indexed.get(rel) !== object.size) mismatches++;
+        indexed.delete(rel);
+      }
+    }
+    mismatches += indexed.size;
+    return { partitionsEqualListing: mismatches === 0 ? 1 : 0, partitionFiles: meta.partitions.length, entriesChecked };
+  } finally {
+    store.client.destroy();
   }
 }
 

@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { parallelLister, sequentialLister } from '../lambda/lib/internal';
 import { freshnessBench } from './freshness';
 import { type LoadReading, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
+import { type HealMemory, healMemory } from './heal-memory';
 import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
@@ -26,7 +27,7 @@ import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneL
 
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
-                       [--hydrate-objects N] [--busy-cores N]
+                       [--hydrate-objects N] [--busy-cores N] [--heal-memory-only]
                        [--quick] [--json]`;
 
 interface Options {
@@ -45,6 +46,8 @@ interface Options {
   readonly rclone: boolean;
   /** Processes that keep a core busy each for the whole run: a known load to measure under. */
   readonly busyCores: number;
+  /** Only the peak-RSS heals of a `healEntries`-object root, monolith and shard-first. */
+  readonly healMemoryOnly: boolean;
   readonly json: boolean;
   readonly quick: boolean;
 }
@@ -64,6 +67,7 @@ function options(): Options {
       'busy-cores': { type: 'string' },
       'no-moto': { type: 'boolean' },
       'no-rclone': { type: 'boolean' },
+      'heal-memory-only': { type: 'boolean' },
       quick: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
@@ -94,6 +98,7 @@ function options(): Options {
     hydrateObjects: int('hydrate-objects', quick ? 1_000 : 5_000, 0),
     rclone: !values['no-rclone'],
     busyCores: int('busy-cores', 0, 0),
+    healMemoryOnly: values['heal-memory-only'] ?? false,
     json: values.json ?? false,
     quick,
   };
@@ -162,6 +167,7 @@ async function main(): Promise<void> {
   process.env.AWS_REGION ??= 'us-east-1';
   delete process.env.AWS_PROFILE;
   const loadBefore = loadavg()[0];
+  if (o.healMemoryOnly) return healMemoryOnly(o, loadBefore);
   startBusyCores(o.busyCores);
   try {
     await measureAll(o, loadBefore);
@@ -182,6 +188,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
   const rclone = o.rclone ? rcloneVersion() : undefined;
   let timings: Record<string, Timing[]>;
   let fullHeal: Record<string, number> | undefined;
+  let memory: HealMemory | undefined;
   let hydrate: HydrateBenchResult | undefined;
   const rcloneModes: Record<string, RcloneMode> = { 'rclone --fast-list': { fastList: true }, 'rclone --checkers 32': { checkers: 32 } };
   try {
@@ -203,9 +210,8 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       hydrate = await hydrateBench(model, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
     }
     if (o.healEntries > 0) {
-      log(`s3-model: a parallel heal of ${o.healEntries} objects in a child process, for its peak RSS`);
-      await model.seed('bench-large', { count: o.healEntries, prefix: target.prefix, layout: 'swamp' });
-      fullHeal = child('heal-child.ts', [model.endpoint, 'bench-large', target.prefix, String(o.parallelism)]);
+      memory = await healMemory(model, { entries: o.healEntries, prefix: target.prefix, parallelism: o.parallelism, log });
+      fullHeal = memory.monolith;
     }
   } finally {
     await model.stop();
@@ -344,12 +350,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
     `delta of ${delta.events} events on ${delta.entries} entries (latestChanges + applyChanges): median ${delta.medianMs.toFixed(1)} ms`,
   );
-  if (fullHeal) {
-    out.push(
-      `parallel heal of an unindexed ${o.healEntries}-object root on the model (child process): ${fullHeal.seconds.toFixed(1)} s, ` +
-        `peak RSS ${fullHeal.peakRssMb.toFixed(0)} MiB (${fullHeal.baselineRssMb.toFixed(0)} MiB before), ${fullHeal.requests} requests`,
-    );
-  }
+  if (memory) out.push(...memory.lines);
   out.push('', fresh.table);
   if (hydrate) out.push('', hydrate.header, '', hydrate.table);
   out.push('', `heal rows: ${loadVerdict(readings)}`);
@@ -396,6 +397,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       healEntries: fullHeal ? o.healEntries : null,
       healPeakRssMb: fullHeal ? fullHeal.peakRssMb : null,
       healSeconds: fullHeal ? fullHeal.seconds : null,
+      ...(memory?.json ?? { healPeakRssMb1MMonolith: null, healPeakRssMb1MShardFirst: null }),
       moto: moto
         ? {
             objects: o.motoObjects,
@@ -414,6 +416,20 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   }
+}
+
+/** `--heal-memory-only`: the peak-RSS heals alone, monolith and shard-first, on the model at `--latency-ms`. */
+async function healMemoryOnly(o: Options, loadBefore: number): Promise<void> {
+  const model = await startModelProcess(o.latencyMs);
+  let memory: HealMemory;
+  try {
+    memory = await healMemory(model, { entries: o.healEntries || 1_000_000, prefix: 'root', parallelism: o.parallelism, log });
+  } finally {
+    await model.stop();
+  }
+  const header = `S3 model, ${o.latencyMs} ms per request; ${cpus().length} CPUs, load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; node ${process.version}`;
+  process.stdout.write(`${[header, ...memory.lines].join('\n')}\n`);
+  if (o.json) process.stdout.write(`${JSON.stringify({ ...memory.json, cpus: cpus().length, loadAverage: [loadBefore, loadavg()[0]] })}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -3,7 +3,9 @@ import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClea
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { isRefusedKey, partitionOf } from './keys';
+import { healWhileListing, pagesInKeyOrder } from './heal-stream';
 import { readLiveIndex } from './layouts/read';
+import { shardBaseFor } from './layouts/shard-chunk';
 import { type Layout, type LiveIndex, baseIndexOf } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
 import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
@@ -22,7 +24,7 @@ export interface HealOptions {
   readonly mode: HealMode;
   /** Heal only this namespace; by default the root's own index and every namespace in it. */
   readonly namespace?: string;
-  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time */
+  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time (a shard-first scope's: with a `window` of `PARTITION_WINDOW` pages) */
   readonly lister?: Lister;
   /** A listing made already (of the root, or of `namespace` when given), e.g. one resumed across invocations; `lister` is then unused. */
   readonly listing?: ScopedListing;
@@ -44,6 +46,8 @@ export interface HealOptions {
    * @default from the environment: a share of `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` in a Lambda, else of the V8 heap limit
    */
   readonly memoryBudget?: number | MemoryBudget;
+  /** Entry changes a shard-first heal commits at once (one lock, one manifest write). @default 10000 */
+  readonly chunkEntries?: number;
 }
 
 /** What a heal found and did for one index. */
@@ -95,13 +99,37 @@ export interface HealReport {
   readonly empty?: string;
 }
 
+/** Pages the default lister of a heal by partitions buffers ahead of it. */
+export const PARTITION_WINDOW = 32;
+
 /** What to do about a prefix that holds no object at all, said alike by every command. */
 const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
 
-/** Heals (or checks) every index of a root from one listing. */
+/**
+ * Heals (or checks) every index of a root from one listing. A shard-first scope whose layout is whole (see
+ * `shardBaseFor`) is healed partition by partition while it is listed (`healWhileListing`); any other
+ * scope, and a shard-first one with an unfinished publish, orphans, missing files or a bad manifest, is
+ * read whole and healed after the listing.
+ */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
   const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+  const shards = options.listing ? undefined : await shardBaseFor(store, target);
+  if (shards) {
+    const listed = await healWhileListing(
+      store,
+      target,
+      shards,
+      { base, pages: lister(store, base), namespaces: !options.namespace },
+      options,
+    );
+    const scopes = [listed.report];
+    for (const [ns, objects] of [...listed.namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      scopes.push(await healScope(store, { root, namespace: ns }, objects, listed.shardPartitions.get(ns), listed.startedAt, options));
+    }
+    return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
+  }
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
   const early = options.listing ? undefined : readLiveIndex(store, options.namespace ? { root, namespace: options.namespace } : { root });
   early?.catch(() => undefined);
@@ -126,28 +154,15 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
     const scope: IndexScope = { root, namespace: options.namespace };
-    scopes.push(
-      await healScope(store, scope, listing.scopes.get('')!, listing.shardPartitions.get(''), listing.startedAt, options, early, guard),
-    );
+    scopes.push(await healListedScope(store, scope, listing, '', options, early, guard));
   } else {
     // A scope too large to heal is skipped for the others' sake, then reported.
     let tooLarge: IndexTooLargeError | undefined;
-    for (const [ns, objects] of [...listing.scopes].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    for (const ns of [...listing.scopes.keys()].sort()) {
       if (ns && options.skipNamespace?.(ns)) continue;
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
       try {
-        scopes.push(
-          await healScope(
-            store,
-            scope,
-            objects,
-            listing.shardPartitions.get(ns),
-            listing.startedAt,
-            options,
-            ns ? undefined : early,
-            guard,
-          ),
-        );
+        scopes.push(await healListedScope(store, scope, listing, ns, options, ns ? undefined : early, guard));
       } catch (err) {
         if (!(err instanceof IndexTooLargeError)) throw err;
         tooLarge ??= err;
@@ -156,6 +171,23 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
     if (tooLarge) throw tooLarge;
   }
   return { root, scopes, objectsSeen: listing.objectsSeen, listingMs: listing.listingMs, ...(advice ? { empty: advice } : {}) };
+}
+
+/** Heals one scope of a listing made already: by partitions when it is a whole shard-first scope (see `healRoot`). */
+async function healListedScope(
+  store: S3Store,
+  scope: IndexScope,
+  listing: ScopedListing,
+  ns: string,
+  options: HealOptions,
+  early: Promise<LiveIndex> | undefined,
+  guard: MemoryGuard,
+): Promise<ScopeReport> {
+  const objects = listing.scopes.get(ns)!;
+  const shards = options.listing ? await shardBaseFor(store, scope) : undefined;
+  if (!shards) return healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, early, guard);
+  const source = { base: '', pages: pagesInKeyOrder(objects), startedAt: listing.startedAt, namespaces: false };
+  return (await healWhileListing(store, scope, shards, source, options)).report;
 }
 
 /** Confirms with one plain ListObjectsV2 request that `base` holds nothing (a missing bucket throws `BucketNotFoundError` here). */

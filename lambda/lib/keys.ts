@@ -45,6 +45,21 @@ export function partitionOf(rel: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The folder (a key prefix ending in `/`, from the key's own segments) under which every key of `rel`'s
+ * partition with `rel`'s shape lies: '' for `_root` (its keys are spread over the whole root), undefined
+ * when the key has no partition. Two folders may name one partition (a segment may hold `--`).
+ */
+export function partitionFolder(rel: string): string | undefined {
+  const segments = rel.split('/');
+  const count = segments.length;
+  if (count === 1) return '';
+  const first = segments[0];
+  if (DEEP_FOLDERS.has(first)) return count < 4 ? undefined : `${segments.slice(0, count >= 6 ? count - 3 : count - 1).join('/')}/`;
+  if (first === 'workflow-runs') return count < 3 ? undefined : `workflow-runs/${segments[1]}/`;
+  return FLAT_FOLDERS.has(first) ? `${first}/` : undefined;
+}
+
 /** A path segment longer than this many UTF-8 bytes cannot be a file name on any common file system. */
 export const MAX_SEGMENT_BYTES = 255;
 

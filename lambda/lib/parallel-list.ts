@@ -18,6 +18,12 @@ export interface ParallelListOptions {
   readonly concurrency?: number;
   /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
   readonly pageSize?: number;
+  /**
+   * Pages listed ahead of the consumer, at most, beyond the slice it reads from: slices further on wait
+   * while this many are buffered, so a slow consumer holds a window of the root, not the root. A window
+   * slows a listing whose first slice is long (the rest waits behind it). @default unbounded
+   */
+  readonly window?: number;
 }
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
@@ -35,28 +41,41 @@ class ParallelListing {
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
   private waiters: (() => void)[] = [];
+  /** The slice the consumer reads from: it never waits for the window, or the listing could not move on. */
+  private head?: Slice;
+  /** Pages listed and not yet taken by the consumer. */
+  private buffered = 0;
 
   constructor(
     private readonly store: S3Store,
     private readonly base: string,
     concurrency: number,
     private readonly pageSize: number,
+    private readonly window: number,
   ) {
     this.slots = new Slots(concurrency);
     this.target = concurrency;
   }
 
   async *pages(): AsyncGenerator<ListPage> {
-    const first = this.slice(undefined, [{ prefix: this.base }]);
-    this.track(this.split(first));
+    // No reference to the first slice is kept: slices link to the next, and a listing read is let go.
+    let slice: Slice | undefined = this.slice(undefined, [{ prefix: this.base }]);
+    this.track(this.split(slice));
     try {
-      for (let slice: Slice | undefined = first; slice; slice = slice.next) {
+      for (; slice; slice = slice.next) {
+        this.head = slice;
+        this.notify();
         for (;;) {
           if (this.failure !== undefined) throw this.failure;
           const page = slice.pages.shift();
-          if (page) yield page;
-          else if (slice.done) break;
-          else await new Promise<void>((resolve) => this.waiters.push(resolve));
+          if (page) {
+            this.buffered--;
+            this.notify();
+            yield page;
+          } else if (slice.done) {
+            slice.recent = [];
+            break;
+          } else await new Promise<void>((resolve) => this.waiters.push(resolve));
         }
       }
       if (this.failure !== undefined) throw this.failure;
@@ -122,6 +141,10 @@ class ParallelListing {
     const pages = this.store.listPages({ prefix: segment.prefix, startAfter, maxKeys: this.pageSize });
     try {
       for (;;) {
+        // The consumer's slice waits only while pages of its own wait to be taken, so the consumer never starves.
+        while (this.ahead(slice) && !this.stopped && this.failure === undefined) {
+          await new Promise<void>((resolve) => this.waiters.push(resolve));
+        }
         await this.slots.acquire(false);
         let next: IteratorResult<ListPage>;
         try {
@@ -138,6 +161,11 @@ class ParallelListing {
     } finally {
       await pages.return(undefined);
     }
+  }
+
+  /** True when `slice` should wait before its next request: the window is full, and not for want of its own pages. */
+  private ahead(slice: Slice): boolean {
+    return this.buffered >= this.window && (slice !== this.head || slice.pages.length > 0);
   }
 
   /** Takes a page's keys up to the segment's end; true when the segment is complete. */
@@ -164,6 +192,7 @@ class ParallelListing {
     slice.recent = objects;
     if (end > 0) {
       slice.pages.push({ objects: end === objects.length ? objects : objects.slice(0, end), prefixes: [] });
+      this.buffered++;
       this.notify();
     }
     return end < objects.length || (until !== undefined && last === until);
@@ -355,5 +384,8 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
     throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
   }
-  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize).pages();
+  const window = options.window ?? Number.POSITIVE_INFINITY;
+  if (!(Number.isInteger(window) || window === Number.POSITIVE_INFINITY) || window < 1)
+    throw new ConfigError(`The listing window must be a whole number of at least 1, got ${window}`);
+  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window).pages();
 }

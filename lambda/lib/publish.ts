@@ -50,6 +50,8 @@ export interface PublishOptions {
    * (see `WriteHooks.beforeRecord`): the Lambda queues the finish of its own publish here. A throw stops the publish.
    */
   readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
+  /** Makes every read of the index instead of `readLiveIndex` (a heal's chunk reads its partitions alone, also after a lost race). */
+  readonly read?: () => Promise<LiveIndex>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -155,6 +157,7 @@ class Publication<F> {
   }
 
   read(known?: KnownIndex): Promise<LiveIndex> {
+    if (this.options.read) return this.options.read();
     const { shardPartitions, mirrors } = this.options;
     const partitions = this.whole ? undefined : this.options.partitions;
     return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known, partitions });

@@ -5,7 +5,7 @@
 import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishRecordKey } from '../../lambda/lib/internal';
 import { dualWriteRoot, monolithOnlyPush, partitionsOf, swampObjects } from '../helpers/dual-write';
 import { indexEntry, shardMeta } from '../helpers/factories';
-import { handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom } from '../helpers/lambda';
+import { handlerEnv, invoke, loadHandler, notifiedBucket, scheduledEvent, sqsEventFrom } from '../helpers/lambda';
 import {
   type KeySize,
   deleteObject,
@@ -190,5 +190,31 @@ describe('the Lambda bundle and a dual-write mirror an older client left stale',
     expect(await readObject(store, 'swamp/_index/data--aws--s3.json')).toEqual(untouched);
     expect(await readJson<MirrorMeta>(store, 'swamp/_index/_meta.json')).toMatchObject({ version: 1 });
     expect(run.metric('StaleMirrors').reduce((a, b) => a + b, 0)).toBe(2);
+  });
+});
+
+describe('the Lambda bundle on a shard-first root (the schedule)', () => {
+  test('the scheduled repair heals it partition by partition: every partition file equals the listing, client fields stay, commitSeq moves', async () => {
+    const store = await testStore();
+    const current = { ...OBJECTS, 'logs/run-1.log': 'log one, rewritten longer', 'data/aws/lambda/f-1/1/raw': 'new function' };
+    await putObjects(store, Object.fromEntries(Object.entries(current).map(([k, v]) => [`swamp/${k}`, v])));
+    // The index as a client left it: true but for the new function (missing), the rewritten log (resized) and a gone file (stale).
+    const entries = [...entriesOf(OBJECTS), indexEntry('files/gone.txt')];
+    await putShardLayout(store, 'swamp/', entries);
+    const partitions = [...groupSummaries(entries).keys()].sort();
+    await putObject(store, 'swamp/_index/_meta.json', JSON.stringify(shardMeta(partitions, 4)));
+
+    const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'swamp' }));
+    const run = await invoke<{ roots: { status: string; drift: Record<string, number> }[] }>(lambda, scheduledEvent());
+
+    expect(run.result.roots[0]).toMatchObject({ status: 'complete', drift: { missing: 1, stale: 1, resized: 1 } });
+    const root = { bucket: store.bucket, prefix: 'swamp' };
+    const truth = groupSummaries(byKey(await expectedFromListing(store, { root })));
+    const meta = (await readJson<ShardMeta>(store, 'swamp/_index/_meta.json'))!;
+    expect(meta.commitSeq).toBeGreaterThan(4);
+    const files = await readShardSummaries(store, 'swamp/', meta.partitions);
+    expect(new Map([...files].filter(([, rows]) => rows.length > 0))).toEqual(truth);
+    const ec2 = await readIndex(store, 'swamp/_index/data--aws--ec2.json');
+    expect(ec2!.entries.get('data/aws/ec2/i-1/1/raw')).toMatchObject({ sha256: 'sha-data/aws/ec2/i-1/1/raw' });
   });
 });

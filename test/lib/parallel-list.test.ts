@@ -321,3 +321,32 @@ describe('parallelLister against moto', () => {
     expect(healer.requests.ListObjectsV2).toBeGreaterThan(1);
   });
 });
+
+describe('parallelLister window', () => {
+  /** Folders of keys, listed in pages of 10 by 8 requests at once for a consumer that takes its time. */
+  async function aheadOf(window: number): Promise<{ keys: string[]; expected: string[]; maxAheadPages: number }> {
+    const all: string[] = [];
+    for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
+    const { store, counts } = memoryStore(all);
+    const pace = memoryStore(['one']).store;
+    const keys: string[] = [];
+    let maxAheadPages = 0;
+    for await (const page of parallelLister({ concurrency: 8, pageSize: 10, window })(store, 'root/')) {
+      for (const object of page.objects) keys.push(object.key);
+      maxAheadPages = Math.max(maxAheadPages, (counts.keysReturned - keys.length) / 10);
+      // A slow consumer: each page waits for its own answer of the store (0 to 2 ms).
+      for await (const _ of pace.listPages({ prefix: 'one' })) break;
+    }
+    return { keys, expected: [...all].sort(compareKeys), maxAheadPages };
+  }
+
+  it('holds at most about a window of pages ahead of a slow consumer, and still merges every key in order', async () => {
+    const { keys, expected, maxAheadPages } = await aheadOf(4);
+    const unbounded = await aheadOf(100_000);
+    expect(keys).toEqual(expected);
+    expect(unbounded.keys).toEqual(expected);
+    // Of the root's 400 pages: a window and what slices read past their ends, where without it nearly all.
+    expect(maxAheadPages).toBeLessThan(100);
+    expect(unbounded.maxAheadPages).toBeGreaterThan(200);
+  });
+});

@@ -1,5 +1,6 @@
 /** The shard-first layout (manifest version 2): the partition files are the index, the manifest says which to read. */
 import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serializeIndex } from '../index-file';
+import { mapLimit } from '../concurrency';
 import { partitionOf } from '../keys';
 import { partitionKeyOf, manifestKeyOf, publishRecordKey } from '../names';
 import type { S3Store, StoredObject } from '../s3';
@@ -177,13 +178,17 @@ export async function writeShards(
       JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }),
     );
   }
-  for (const partition of changed) {
+  // Shards at once, the manifest after all of them; the first lost race decides.
+  let lost: string | undefined;
+  await mapLimit(changed, 8, async (partition) => {
+    if (lost !== undefined) return;
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
     const key = partitionKeyOf(scope, partition);
     const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
     const status = await putAdopting(store, key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
-    if (status === 'conflict') return { status: 'conflict', key };
-  }
+    if (status === 'conflict') lost ??= key;
+  });
+  if (lost !== undefined) return { status: 'conflict', key: lost };
   // Clients skip a change unless commitSeq moves on, and read only the partitions listed.
   const meta: ShardMeta = { ...shards.meta, version: 2, partitions: [...partitions].sort(), commitSeq: shards.meta.commitSeq + 1 };
   const metaKey = manifestKeyOf(scope);

@@ -1,0 +1,116 @@
+/**
+ * The listing of a root (or namespace) whose own scope is shard-first, taken page by page in key order and
+ * fed to that scope's heal by partitions (`shard-heal.ts`); objects of namespaces inside the root are
+ * gathered as `listScopes` gathers them, for the whole-index heal.
+ */
+import type { HealOptions, ScopeReport } from './heal';
+import type { ListedObject } from './index-file';
+import { compareKeys } from './key-space';
+import { isInternalKey, topFolder } from './keys';
+import type { ShardBase } from './layouts/shard-chunk';
+import { namespaceExists } from './list';
+import { partitionOfFile } from './names';
+import type { ListPage } from './s3';
+import type { S3Store } from './s3';
+import type { IndexScope } from './scope';
+import { PartitionHeal } from './shard-heal';
+
+/** What a heal by partitions while listing leaves for the rest of the heal. */
+export interface PartitionListing {
+  /** The report of the shard-first scope healed while listing. */
+  readonly report: ScopeReport;
+  /** Objects of namespaces inside the root (none when a namespace was listed), keyed relative to each. */
+  readonly namespaces: Map<string, Map<string, ListedObject>>;
+  /** Partition files seen under each namespace's `_index/`. */
+  readonly shardPartitions: Map<string, string[]>;
+  readonly objectsSeen: number;
+  readonly startedAt: number;
+  readonly listingMs: number;
+}
+
+/** A string with its own bytes (`slice` may share its parent's, and keep the parent alive). */
+function flat(text: string): string {
+  // Keys come from UTF-8 (S3 decoded them), so the round trip gives the same string.
+  return text.length < 13 ? text : Buffer.from(text, 'utf8').toString('utf8');
+}
+
+/** The pages a heal by partitions takes, in key order. */
+export interface ListingSource {
+  /** The scope's key prefix, cut from every key listed. */
+  readonly base: string;
+  readonly pages: AsyncIterable<ListPage> | Iterable<ListPage>;
+  /** When the listing started, if before the call (a listing resumed across invocations). */
+  readonly startedAt?: number;
+  /** The listing is of the whole root, namespaces included: they are told apart and gathered. */
+  readonly namespaces: boolean;
+}
+
+/**
+ * Lists `base` (the scope's key prefix) with `pages` in key order and heals `scope` by partitions as the
+ * listing passes them. With `source.namespaces`, a top-level folder holding `.namespace.json` is a namespace
+ * (asked once per folder as the listing reaches it): its objects are gathered, not healed here.
+ */
+export async function healWhileListing(
+  store: S3Store,
+  scope: IndexScope,
+  shards: ShardBase,
+  source: ListingSource,
+  options: HealOptions,
+): Promise<PartitionListing> {
+  const { base, pages } = source;
+  const startedAt = source.startedAt ?? Date.now();
+  const heal = new PartitionHeal(store, scope, shards, startedAt, options);
+  const namespaces = new Map<string, Map<string, ListedObject>>();
+  const shardPartitions = new Map<string, string[]>();
+  const folders = new Map<string, boolean>();
+  let objectsSeen = 0;
+  for await (const page of pages) {
+    let last: string | undefined;
+    for (const object of page.objects) {
+      objectsSeen++;
+      // A copy, not a slice: a drift key kept for the report must not keep the whole key alive beside it.
+      const rel = base ? flat(object.key.slice(base.length)) : object.key;
+      last = rel;
+      const top = source.namespaces ? topFolder(rel) : undefined;
+      let namespace = top !== undefined ? folders.get(top) : false;
+      if (namespace === undefined) {
+        namespace = await namespaceExists(store, scope.root, top!);
+        folders.set(top!, namespace);
+        if (namespace && !options.skipNamespace?.(top!)) namespaces.set(top!, new Map());
+      }
+      if (namespace) {
+        const objects = namespaces.get(top!);
+        if (!objects) continue;
+        const scoped = rel.slice(top!.length + 1);
+        if (!isInternalKey(scoped)) objects.set(scoped, { key: scoped, size: object.size, lastModified: object.lastModified });
+        else {
+          const partition = partitionOfFile(scoped);
+          if (partition !== undefined) {
+            const seen = shardPartitions.get(top!) ?? [];
+            seen.push(partition);
+            shardPartitions.set(top!, seen);
+          }
+        }
+        continue;
+      }
+      if (!isInternalKey(rel)) heal.add(rel, object);
+    }
+    options.onListed?.(objectsSeen);
+    if (last !== undefined) await heal.advance(last);
+  }
+  const listingMs = Date.now() - startedAt;
+  const report = await heal.finish();
+  return { report, namespaces, shardPartitions, objectsSeen, startedAt, listingMs };
+}
+
+/** A scope's objects held in memory (a listing resumed across invocations), as pages in key order. */
+export function* pagesInKeyOrder(objects: ReadonlyMap<string, ListedObject>, pageSize = 1000): Generator<ListPage> {
+  const keys = [...objects.keys()].sort(compareKeys);
+  for (let i = 0; i < keys.length; i += pageSize) {
+    const slice = keys.slice(i, i + pageSize).map((key) => {
+      const o = objects.get(key)!;
+      return { key, size: o.size, lastModified: o.lastModified, etag: '' };
+    });
+    yield { objects: slice, prefixes: [] };
+  }
+}

@@ -1,0 +1,120 @@
+/** A shard-first scope read a few partitions at a time, for a heal that goes partition by partition. */
+import { IndexerError } from '../errors';
+import { type IndexEntry, emptyIndex, parseIndex } from '../index-file';
+import { partitionOf } from '../keys';
+import { manifestKeyOf, partitionKeyOf, partitionOfFile, publishRecordKey, scopeBase, SHARD_DIR } from '../names';
+import type { S3Store } from '../s3';
+import type { IndexScope } from '../scope';
+import { mapLimit } from '../concurrency';
+import { type ShardMeta, readManifest } from './manifest';
+import type { LiveIndex, ShardState, UnreadablePart } from './types';
+
+/** A shard-first scope as found before a heal by partitions: its manifest, and its partition files' ETags. */
+export interface ShardBase {
+  readonly meta: ShardMeta;
+  readonly metaEtag: string;
+}
+
+/**
+ * The scope's manifest when a heal may go partition by partition: version 2, no publish record left, and
+ * the partition files under `_index/` exactly those listed, none newer than the manifest. Undefined
+ * otherwise: the whole read handles an unfinished publish, orphans, missing files and a bad manifest.
+ */
+export async function shardBaseFor(store: S3Store, scope: IndexScope): Promise<ShardBase | undefined> {
+  const metaObject = await store.get(manifestKeyOf(scope));
+  const read = metaObject ? readManifest(metaObject.body) : undefined;
+  if (!metaObject || read?.kind !== 'v2') return undefined;
+  if (await store.head(publishRecordKey(scope))) return undefined;
+  const base = scopeBase(scope);
+  const listed = new Set(read.meta.partitions);
+  const seen = new Set<string>();
+  for await (const page of store.listPages({ prefix: base + SHARD_DIR })) {
+    for (const object of page.objects) {
+      const partition = partitionOfFile(object.key.slice(base.length));
+      if (partition === undefined) continue;
+      if (!listed.has(partition) || Date.parse(object.lastModified) > metaObject.lastModified.getTime()) return undefined;
+      seen.add(partition);
+    }
+  }
+  if (seen.size !== listed.size) return undefined;
+  return { meta: read.meta, metaEtag: metaObject.etag };
+}
+
+/** One partition file as read: its entries, or why it does not parse, or absent. */
+export interface PartitionFile {
+  readonly entries: ReadonlyMap<string, IndexEntry>;
+  readonly etag?: string;
+  readonly lastModified?: Date;
+  readonly bad?: UnreadablePart;
+}
+
+/** Reads one partition file; entries of keys of another partition (or none) are left out, as a write would leave them. */
+export async function readPartitionFile(store: S3Store, scope: IndexScope, partition: string): Promise<PartitionFile> {
+  const key = partitionKeyOf(scope, partition);
+  const object = await store.get(key);
+  if (!object) return { entries: new Map() };
+  const parsed = parseIndex(object.body);
+  if (!parsed.ok) {
+    const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag };
+    return { entries: new Map(), etag: object.etag, lastModified: object.lastModified, bad };
+  }
+  const entries = new Map<string, IndexEntry>();
+  for (const [k, entry] of parsed.index.entries) if (partitionOf(k) === partition) entries.set(k, entry);
+  return { entries, etag: object.etag, lastModified: object.lastModified };
+}
+
+/**
+ * Reads the manifest, the publish record and these partitions' files as a partial live index (see
+ * `ShardState.partial`); unlike a delta's partial read, a file that does not parse is reported unreadable
+ * (its copy is kept before it is replaced) rather than sending the read to the whole index. Throws when
+ * the scope is no longer shard-first.
+ */
+export async function readShardChunk(store: S3Store, scope: IndexScope, partitions: ReadonlySet<string>): Promise<LiveIndex> {
+  const [metaObject, intent, files] = await Promise.all([
+    store.get(manifestKeyOf(scope)),
+    store.head(publishRecordKey(scope)),
+    mapLimit([...partitions].sort(), 8, async (p) => [p, await readPartitionFile(store, scope, p)] as const),
+  ]);
+  const read = metaObject ? readManifest(metaObject.body) : undefined;
+  if (!metaObject || read?.kind !== 'v2') {
+    throw new IndexerError(
+      `The manifest ${manifestKeyOf(scope)} no longer says shard-first (version 2) while it was being healed; nothing more was written`,
+      'Run the repair again',
+    );
+  }
+  const index = emptyIndex();
+  const shardEtags = new Map<string, string>();
+  const byPartition = new Map<string, Map<string, IndexEntry>>();
+  const missing = new Set<string>();
+  const parts: UnreadablePart[] = [];
+  const listed = new Set(read.meta.partitions);
+  let newer: string | undefined;
+  for (const [partition, file] of files) {
+    byPartition.set(partition, new Map(file.entries));
+    if (file.etag) shardEtags.set(partition, file.etag);
+    else if (listed.has(partition)) missing.add(partition);
+    if (file.bad) parts.push(file.bad);
+    if (file.lastModified && file.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
+    for (const [k, entry] of file.entries) index.entries.set(k, entry);
+  }
+  const shards: ShardState = {
+    meta: read.meta,
+    metaEtag: metaObject.etag,
+    shardEtags,
+    byPartition,
+    orphans: new Set(),
+    adoptable: new Map(),
+    missing,
+    intentEtag: intent?.etag,
+    partial: partitions,
+  };
+  const pending = intent
+    ? 'an earlier publish stopped between its shards and its manifest'
+    : missing.size > 0
+      ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
+      : newer !== undefined
+        ? `shard ${newer} is newer than the manifest`
+        : undefined;
+  if (parts.length > 0) return { layout: 'shard-first', shards, pending, state: 'unreadable', ...parts[0], parts, salvaged: index };
+  return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };
+}

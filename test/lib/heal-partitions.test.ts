@@ -1,0 +1,261 @@
+/**
+ * A full heal of a shard-first root goes partition by partition while it lists, against moto: its reports
+ * say what the whole-index heal says, its partition files equal the listing afterwards, client fields of
+ * entries that still match survive, partitions are committed before the listing ends, and a client's push
+ * between two chunks converges.
+ */
+import { type IndexEntry, type Lister, type ShardMeta, healRoot, parallelLister, partitionOf } from '../../lambda/lib/internal';
+import { indexEntry, isoAgo, shardJson, shardMeta } from '../helpers/factories';
+import {
+  type KeySize,
+  connectStore,
+  groupSummaries,
+  hookedStore,
+  listKeys,
+  putIndex,
+  putObject,
+  putObjects,
+  putShardLayout,
+  readIndex,
+  readJson,
+  readShardSummaries,
+  snapshotBucket,
+  sortByKey,
+  summarize,
+  testStore,
+} from '../helpers/s3';
+import type { S3Store } from '../../lambda/lib/internal';
+
+const BASE = 'sf/';
+const LONG = `files/${'x'.repeat(300)}.txt`;
+
+/** Objects in the bucket: many partitions, two of them under two folders each (`data--a--b--c`, `data--p--q--z`), one key clients refuse, one unshardable. */
+const OBJECTS: Record<string, string> = {
+  'top.txt': 'root file',
+  'data/a--b/c/d': 'under a--b',
+  'data/a/b/c': 'under a/b',
+  'data/a/b/c/d': 'five segments',
+  'data/m/n/o': 'kept',
+  // `data--p--q--z` under two folders, with other partitions between them: judged as the listing passes each.
+  'data/p--q/z/w': 'under p--q',
+  'data/p/a/1/2/3': 'between',
+  'data/p/b/1/2/3': 'between, indexed',
+  'data/p/c/1/2/3': 'between too',
+  'data/p/q/z/w': 'under p/q, indexed',
+  'logs/run-1.log': 'log one',
+  'logs/run-2.log': 'log two, longer now',
+  'files/readme.txt': 'hello',
+  'misc/thing.txt': 'no partition',
+  [LONG]: 'refused',
+  ...Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`data/aws/t${i}/m-${i}/1/raw`, `model ${i}`])),
+  ...Object.fromEntries(Array.from({ length: 3 }, (_, i) => [`workflow-runs/wf-${i}/run-1/log.txt`, `ran ${i}`])),
+};
+
+/** Index entries as clients left them: most true (with client fields), some drifted. */
+function clientEntries(): IndexEntry[] {
+  const sized = (key: string, fields: Partial<IndexEntry> = {}): IndexEntry =>
+    indexEntry(key, { size: Buffer.byteLength(OBJECTS[key]), sha256: `sha-${key}`, localMtime: '2026-05-04T15:19:58.120Z', ...fields });
+  return [
+    sized('top.txt'),
+    sized('data/a/b/c', { note: 'unknown field' }),
+    sized('data/m/n/o'),
+    sized('data/p/b/1/2/3'),
+    sized('data/p/q/z/w'),
+    sized('logs/run-1.log'),
+    sized('logs/run-2.log', { size: 7 }), // resized
+    ...Array.from({ length: 8 }, (_, i) => sized(`data/aws/t${i}/m-${i}/1/raw`)).filter((_, i) => i !== 3 && i !== 6), // t3, t6 missing
+    sized('workflow-runs/wf-0/run-1/log.txt'),
+    sized('workflow-runs/wf-1/run-1/log.txt'),
+    indexEntry('data/a/b/gone'), // stale, old: removed without asking
+    indexEntry('files/gone.txt', { lastModified: isoAgo(0) }), // stale, recent: confirmed with HeadObject
+    indexEntry('data/old/x/y/z/1'), // a whole partition whose objects are gone
+  ];
+}
+
+/** A shard-first root: objects, partition files (written before the manifest), the manifest. */
+async function shardFirstRoot(): Promise<{ store: S3Store; root: { bucket: string; prefix: string }; meta: ShardMeta }> {
+  const store = await testStore();
+  await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [BASE + k, v])));
+  const grouped = new Map<string, IndexEntry[]>();
+  for (const entry of clientEntries()) {
+    const p = partitionOf(entry.key)!;
+    grouped.set(p, [...(grouped.get(p) ?? []), entry]);
+  }
+  await putObjects(store, Object.fromEntries([...grouped].map(([p, list]) => [`${BASE}_index/${p}.json`, shardJson(list)])));
+  const meta = shardMeta([...grouped.keys()].sort(), 7);
+  await putObject(store, `${BASE}_index/_meta.json`, JSON.stringify(meta));
+  return { store, root: { bucket: store.bucket, prefix: 'sf' }, meta };
+}
+
+/** The listing's truth, by partition: every object but the refused and the unshardable one. */
+function truth(extra: Record<string, string> = {}): Map<string, KeySize[]> {
+  const all = { ...OBJECTS, ...extra };
+  const rows = Object.entries(all)
+    .filter(([k]) => k !== LONG && k !== 'misc/thing.txt')
+    .map(([key, body]) => ({ key, size: Buffer.byteLength(body) }));
+  return groupSummaries(sortByKey(rows));
+}
+
+async function partitionsNow(store: S3Store): Promise<Map<string, KeySize[]>> {
+  const meta = (await readJson<ShardMeta>(store, `${BASE}_index/_meta.json`))!;
+  const read = await readShardSummaries(store, BASE, meta.partitions);
+  return new Map([...read].filter(([, rows]) => rows.length > 0));
+}
+
+const EXPECTED_DRIFT = {
+  missing: [
+    'data/a--b/c/d',
+    'data/a/b/c/d',
+    'data/aws/t3/m-3/1/raw',
+    'data/aws/t6/m-6/1/raw',
+    'data/p--q/z/w',
+    'data/p/a/1/2/3',
+    'data/p/c/1/2/3',
+    'files/readme.txt',
+    'workflow-runs/wf-2/run-1/log.txt',
+  ].sort(),
+  stale: ['data/a/b/gone', 'data/old/x/y/z/1', 'files/gone.txt'],
+  resized: [{ key: 'logs/run-2.log', indexSize: 7, objectSize: 19 }],
+};
+
+describe('a full heal of a shard-first root, partition by partition', () => {
+  it('check reports the drift, the refused and the unshardable key, and writes nothing', async () => {
+    const { store, root } = await shardFirstRoot();
+    const before = await snapshotBucket(store);
+
+    const report = await healRoot(connectStore(store.bucket), root, { mode: 'check', lister: parallelLister({ pageSize: 2 }) });
+
+    expect(report.scopes).toHaveLength(1);
+    expect(report.scopes[0]).toMatchObject({
+      layout: 'shard-first',
+      indexState: 'valid',
+      drift: { missing: 9, stale: 3, resized: 1 },
+      driftKeys: EXPECTED_DRIFT,
+      unshardable: 1,
+      refused: 1,
+      refusedKeys: [LONG],
+      objects: Object.keys(OBJECTS).length - 1,
+      published: false,
+    });
+    expect(await snapshotBucket(store)).toEqual(before);
+  });
+
+  it('repair makes every partition file equal the listing, keeps client fields and moves commitSeq', async () => {
+    const { store, root, meta } = await shardFirstRoot();
+
+    const report = await healRoot(connectStore(store.bucket), root, {
+      mode: 'repair',
+      chunkEntries: 3,
+      lister: parallelLister({ pageSize: 2 }),
+    });
+
+    expect(report.scopes[0]).toMatchObject({ layout: 'shard-first', published: true, driftKeys: EXPECTED_DRIFT, unshardable: 1 });
+    expect(await partitionsNow(store)).toEqual(truth());
+    const after = (await readJson<ShardMeta>(store, `${BASE}_index/_meta.json`))!;
+    expect(after.version).toBe(2);
+    // one commit per chunk: several, each past the last
+    expect(after.commitSeq).toBeGreaterThan(meta.commitSeq + 1);
+    expect(after.partitions).toEqual(expect.arrayContaining([...truth().keys()]));
+    const ab = await readIndex(store, `${BASE}_index/data--a--b.json`);
+    expect(ab!.entries.get('data/a/b/c')).toMatchObject({ sha256: 'sha-data/a/b/c', note: 'unknown field' });
+    const pq = await readIndex(store, `${BASE}_index/data--p--q--z.json`);
+    expect(pq!.entries.get('data/p/q/z/w')).toMatchObject({ sha256: 'sha-data/p/q/z/w' });
+    const logs = await readIndex(store, `${BASE}_index/logs.json`);
+    expect(logs!.entries.get('logs/run-1.log')).toMatchObject({ sha256: 'sha-logs/run-1.log' });
+    // a resized entry loses what described the old bytes
+    expect(logs!.entries.get('logs/run-2.log')).toMatchObject({ size: 19 });
+    expect(logs!.entries.get('logs/run-2.log')?.sha256).toBeUndefined();
+    expect(await listKeys(store, `${BASE}_control/`)).toEqual([]);
+
+    const again = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
+    expect(again.scopes[0]).toMatchObject({ drift: { missing: 0, stale: 0, resized: 0 }, indexState: 'valid' });
+  });
+
+  it('commits partitions before the listing has ended', async () => {
+    const { store, root, meta } = await shardFirstRoot();
+    const reader = connectStore(store.bucket);
+    const seen: number[] = [];
+    // After each page the heal took, the manifest's commitSeq as clients would read it.
+    const watched: Lister = async function* (s, prefix) {
+      for await (const page of parallelLister({ pageSize: 2, concurrency: 2 })(s, prefix)) {
+        yield page;
+        seen.push((await readJson<ShardMeta>(reader, `${BASE}_index/_meta.json`))!.commitSeq);
+      }
+    };
+
+    await healRoot(connectStore(store.bucket), root, { mode: 'repair', lister: watched, chunkEntries: 1 });
+
+    // Not all at the end: some commit landed while pages were still to come.
+    expect(seen.slice(0, -1).some((seq) => seq > meta.commitSeq)).toBe(true);
+    expect(await partitionsNow(store)).toEqual(truth());
+  });
+
+  it('a client push between two chunks converges', async () => {
+    const { store, root } = await shardFirstRoot();
+    let pushed = false;
+    const racing = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (pushed || !key.startsWith(`${BASE}_index/`) || key.endsWith('_meta.json')) return;
+        pushed = true;
+        // A client uploads a file and pushes: its partition file and a manifest past ours, unconditionally.
+        await putObject(store, `${BASE}files/late.txt`, 'late upload');
+        const files = await readIndex(store, `${BASE}_index/files.json`);
+        const entries = [...(files?.entries.values() ?? []), indexEntry('files/late.txt', { size: 11, lastModified: isoAgo(0) })];
+        await putObject(store, `${BASE}_index/files.json`, shardJson(entries));
+        const meta = (await readJson<ShardMeta>(store, `${BASE}_index/_meta.json`))!;
+        await putObject(store, `${BASE}_index/_meta.json`, JSON.stringify({ ...meta, commitSeq: meta.commitSeq + 1 }));
+      },
+    });
+
+    const report = await healRoot(racing, root, { mode: 'repair', chunkEntries: 2 });
+
+    expect(pushed).toBe(true);
+    expect(report.scopes[0].published).toBe(true);
+    expect(await partitionsNow(store)).toEqual(truth({ 'files/late.txt': 'late upload' }));
+  });
+
+  it('an unreadable partition file is copied under _control/ before it is replaced', async () => {
+    const { store, root } = await shardFirstRoot();
+    await putObject(store, `${BASE}_index/logs.json`, '{"version":1,"entries":');
+    // Written after the manifest would make the layout pending (the whole read): the manifest moves on too.
+    const meta = (await readJson<ShardMeta>(store, `${BASE}_index/_meta.json`))!;
+    await putObject(store, `${BASE}_index/_meta.json`, JSON.stringify(meta));
+
+    const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair', chunkEntries: 3 });
+
+    expect(report.scopes[0]).toMatchObject({ indexState: 'unreadable', published: true });
+    expect(report.scopes[0].keptCopy).toMatch(/_control\/datastore-indexer\/unreadable\//);
+    const copies = await listKeys(store, `${BASE}_control/datastore-indexer/unreadable/`);
+    expect(copies).toHaveLength(1);
+    expect(await partitionsNow(store)).toEqual(truth());
+  });
+
+  it.each(['monolith', 'dual-write'] as const)(
+    'a %s root keeps the whole-index heal: its monolith equals the listing, its layout stays',
+    async (layout) => {
+      const store = await testStore();
+      await putObjects(store, Object.fromEntries(Object.entries(OBJECTS).map(([k, v]) => [BASE + k, v])));
+      await putIndex(store, `${BASE}.datastore-index.json`, clientEntries());
+      const partitions = [...groupSummaries(clientEntries()).keys()].sort();
+      if (layout === 'dual-write') {
+        await putShardLayout(store, BASE, clientEntries());
+        await putObject(store, `${BASE}_index/_meta.json`, JSON.stringify({ version: 1, partitions }));
+      }
+
+      const report = await healRoot(
+        connectStore(store.bucket),
+        { bucket: store.bucket, prefix: 'sf' },
+        { mode: 'repair', chunkEntries: 1 },
+      );
+
+      // The unshardable key is data here: a monolith holds it.
+      expect(report.scopes[0]).toMatchObject({ layout, published: true, drift: { missing: 10, stale: 3, resized: 1 }, unshardable: 0 });
+      const rows = Object.entries(OBJECTS)
+        .filter(([k]) => k !== LONG)
+        .map(([key, body]) => ({ key, size: Buffer.byteLength(body) }));
+      expect(summarize(await readIndex(store, `${BASE}.datastore-index.json`))).toEqual(sortByKey(rows));
+      const meta = await readJson<{ version: number }>(store, `${BASE}_index/_meta.json`);
+      expect(meta?.version).toBe(layout === 'dual-write' ? 1 : undefined);
+    },
+  );
+});
