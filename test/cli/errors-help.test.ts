@@ -80,7 +80,8 @@ describe('datastore-indexer errors', () => {
       const run = await runCli(['check', '--config', config()], noCredentials());
       expectOneLineError(
         run,
-        /^datastore-indexer: No AWS credentials were found, so nothing was sent to S3 for ListBucket on s3:\/\/any-bucket-name\/swamp\/\. Set AWS_PROFILE/,
+        // The heal's first request reads the root's manifest (to know whether it heals by partitions).
+        /^datastore-indexer: No AWS credentials were found, so nothing was sent to S3 for GetObject on s3:\/\/any-bucket-name\/swamp\/_index\/_meta\.json\. Set AWS_PROFILE/,
       );
       expect(run.stderr).not.toMatch(/rejected/);
     });

@@ -119,7 +119,7 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
       'AWS::Lambda::EventSourceMapping': 1,
       'AWS::Lambda::Permission': 1, // the schedule may invoke
       'AWS::Events::Rule': 1, // the schedule
-      'AWS::CloudWatch::Alarm': 3,
+      'AWS::CloudWatch::Alarm': 4, // errors, dead letters, age of the oldest event, an index too large
       'Custom::S3BucketNotifications': 1,
     });
     const indexer = Object.values(template().Resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment);
