@@ -30,19 +30,25 @@ export function topFolder(rel: string): string | undefined {
 const DEEP_FOLDERS = new Set(['data', 'outputs', 'definitions-evaluated']);
 const FLAT_FOLDERS = new Set(['workflows-evaluated', 'auto-definitions', 'audit', 'telemetry', 'logs', 'files']);
 
-/** The shard partition of a relative key, or undefined when the key cannot be sharded. */
-export function partitionOf(rel: string): string | undefined {
+/**
+ * The segments of `rel` that name its shard partition (the contract's rule): none for a one-segment key
+ * (`_root`), undefined when the key cannot be sharded. Its partition joins them with `--`, its folder with `/`.
+ */
+function partitionSegments(rel: string): string[] | undefined {
   const segments = rel.split('/');
   const count = segments.length;
-  if (count === 1) return '_root';
+  if (count === 1) return [];
   const first = segments[0];
-  if (DEEP_FOLDERS.has(first)) {
-    if (count < 4) return undefined;
-    return segments.slice(0, count >= 6 ? count - 3 : count - 1).join('--');
-  }
-  if (first === 'workflow-runs') return count < 3 ? undefined : `workflow-runs--${segments[1]}`;
-  if (FLAT_FOLDERS.has(first)) return first;
-  return undefined;
+  if (DEEP_FOLDERS.has(first)) return count < 4 ? undefined : segments.slice(0, count >= 6 ? count - 3 : count - 1);
+  if (first === 'workflow-runs') return count < 3 ? undefined : segments.slice(0, 2);
+  return FLAT_FOLDERS.has(first) ? [first] : undefined;
+}
+
+/** The shard partition of a relative key, or undefined when the key cannot be sharded. */
+export function partitionOf(rel: string): string | undefined {
+  const segments = partitionSegments(rel);
+  if (segments === undefined) return undefined;
+  return segments.length === 0 ? '_root' : segments.join('--');
 }
 
 /**
@@ -51,13 +57,9 @@ export function partitionOf(rel: string): string | undefined {
  * when the key has no partition. Two folders may name one partition (a segment may hold `--`).
  */
 export function partitionFolder(rel: string): string | undefined {
-  const segments = rel.split('/');
-  const count = segments.length;
-  if (count === 1) return '';
-  const first = segments[0];
-  if (DEEP_FOLDERS.has(first)) return count < 4 ? undefined : `${segments.slice(0, count >= 6 ? count - 3 : count - 1).join('/')}/`;
-  if (first === 'workflow-runs') return count < 3 ? undefined : `workflow-runs/${segments[1]}/`;
-  return FLAT_FOLDERS.has(first) ? `${first}/` : undefined;
+  const segments = partitionSegments(rel);
+  if (segments === undefined) return undefined;
+  return segments.length === 0 ? '' : `${segments.join('/')}/`;
 }
 
 /** A path segment longer than this many UTF-8 bytes cannot be a file name on any common file system. */
