@@ -7,6 +7,7 @@ import type { S3Store } from '../s3';
 import type { IndexScope } from '../scope';
 import { mapLimit } from '../concurrency';
 import { type ShardMeta, readManifest } from './manifest';
+import { shardPending } from './shards';
 import type { LiveIndex, ShardState, UnreadablePart } from './types';
 
 /** A shard-first scope as found before a heal by partitions: its manifest, and its partition files' ETags. */
@@ -108,13 +109,7 @@ export async function readShardChunk(store: S3Store, scope: IndexScope, partitio
     intentEtag: intent?.etag,
     partial: partitions,
   };
-  const pending = intent
-    ? 'an earlier publish stopped between its shards and its manifest'
-    : missing.size > 0
-      ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
-      : newer !== undefined
-        ? `shard ${newer} is newer than the manifest`
-        : undefined;
+  const pending = shardPending({ intent: intent !== undefined, missing, orphans: new Set(), newer });
   if (parts.length > 0) return { layout: 'shard-first', shards, pending, state: 'unreadable', ...parts[0], parts, salvaged: index };
   return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };
 }

@@ -64,18 +64,28 @@ export async function readShards(
       into.set(k, entry);
     }
   }
-  const pending = intent
-    ? 'an earlier publish stopped between its shards and its manifest'
-    : missing.size > 0
-      ? `partition files the manifest lists are missing: ${[...missing].sort().join(', ')}`
-      : orphans.size > 0
-        ? `partition files not in the manifest: ${[...orphans].sort().join(', ')}`
-        : newer !== undefined
-          ? `shard ${newer} is newer than the manifest`
-          : undefined;
+  const pending = shardPending({ intent: intent !== undefined, missing, orphans, newer });
   const layout: LiveLayout = { layout: 'shard-first', shards, pending };
   if (parts.length > 0) return { ...layout, state: 'unreadable', ...parts[0], parts, salvaged: index };
   return { ...layout, state: 'valid', index, etag: metaObject.etag };
+}
+
+/** What a read of a shard-first scope found that its layout still needs written, whatever its entries say. */
+export interface ShardFindings {
+  /** An earlier publish left its record. */
+  readonly intent: boolean;
+  readonly missing: ReadonlySet<string>;
+  readonly orphans: ReadonlySet<string>;
+  /** A partition file written after the manifest. */
+  readonly newer?: string;
+}
+
+/** Why a shard-first scope needs a write even when its entries are true (`LiveLayout.pending`), or undefined. */
+export function shardPending(found: ShardFindings): string | undefined {
+  if (found.intent) return 'an earlier publish stopped between its shards and its manifest';
+  if (found.missing.size > 0) return `partition files the manifest lists are missing: ${[...found.missing].sort().join(', ')}`;
+  if (found.orphans.size > 0) return `partition files not in the manifest: ${[...found.orphans].sort().join(', ')}`;
+  return found.newer === undefined ? undefined : `shard ${found.newer} is newer than the manifest`;
 }
 
 /**
@@ -130,12 +140,7 @@ export async function readShardsPartially(
     missing,
     partial: partitions,
   };
-  const pending =
-    missing.size > 0
-      ? `partition files the manifest lists are missing: ${[...missing].join(', ')}`
-      : newer !== undefined
-        ? `shard ${newer} is newer than the manifest`
-        : undefined;
+  const pending = shardPending({ intent: false, missing, orphans: new Set(), newer });
   return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };
 }
 
