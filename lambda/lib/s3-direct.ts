@@ -6,10 +6,11 @@
 import { createHash, createHmac } from 'node:crypto';
 import { type Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
 import { type Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { sleep } from './concurrency';
 import { type BucketEndpoint, escapeUri, resolveBucketEndpoint } from './s3-endpoint';
+import { CONNECTION_CODES, TIMEOUT_CODES } from './s3-errors';
 
 /** How the client that allows the direct path sends its requests (set by `createS3Client`). */
 export interface DirectSettings {
@@ -62,24 +63,13 @@ const THROTTLING = new Set([
   'ThrottlingException',
   'TooManyRequestsException',
 ]);
-const TRANSIENT = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
-const NODE_TRANSIENT = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
 
 /** Whether the SDK's standard retry strategy would retry this failure, and whether it counts as throttling. */
 export function retryKind(err: unknown): 'throttling' | 'transient' | undefined {
   const e = err as { name?: string; code?: string; $metadata?: { httpStatusCode?: number }; errors?: unknown[] };
   const status = e?.$metadata?.httpStatusCode;
   if (status === 429 || THROTTLING.has(e?.name ?? '')) return 'throttling';
-  if (TRANSIENT.has(e?.name ?? '') || NODE_TRANSIENT.has(e?.code ?? '')) return 'transient';
+  if (TIMEOUT_CODES.has(e?.name ?? '') || CONNECTION_CODES.has(e?.code ?? '')) return 'transient';
   if (status !== undefined && status >= 500 && status <= 599) return 'transient';
   // A refused connection to a name with several addresses fails with one error per address.
   if (Array.isArray(e?.errors) && e.errors.length > 0) return retryKind(e.errors[0]);

@@ -45,8 +45,8 @@ export function isUnsupported(err: unknown): boolean {
   return statusOf(err) === 501 || code === 'NotImplemented';
 }
 
-/** Codes of an answer that never came: the network or the endpoint failed, as the SDK's retries see it. */
-const NETWORK_CODES = new Set([
+/** Node's codes of a connection that failed or broke: the endpoint never answered. */
+export const CONNECTION_CODES: ReadonlySet<string> = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
   'EPIPE',
@@ -55,10 +55,13 @@ const NETWORK_CODES = new Set([
   'ENETUNREACH',
   'ENOTFOUND',
   'EAI_AGAIN',
-  'TimeoutError',
-  'RequestTimeout',
-  'RequestTimeoutException',
 ]);
+
+/** Names of a request that timed out, from the SDK or from S3. */
+export const TIMEOUT_CODES: ReadonlySet<string> = new Set(['TimeoutError', 'RequestTimeout', 'RequestTimeoutException']);
+
+/** Codes of an answer that never came: the network or the endpoint failed, as the SDK's retries see it. */
+const NETWORK_CODES = new Set([...CONNECTION_CODES, ...TIMEOUT_CODES]);
 
 /** The Node system error code of a failed connection (`ECONNREFUSED`), also inside an AggregateError (one per address tried). */
 function networkCodeOf(err: unknown): string | undefined {
