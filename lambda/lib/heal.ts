@@ -131,11 +131,11 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
     return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
   }
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
-  const early = options.listing ? undefined : readLiveIndex(store, options.namespace ? { root, namespace: options.namespace } : { root });
+  const early = options.listing ? undefined : readLiveIndex(store, target);
   early?.catch(() => undefined);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.
   const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
-  const listedName = describeScope(options.namespace ? { root, namespace: options.namespace } : { root });
+  const listedName = describeScope(target);
   const guarded: Lister = async function* (s, prefix) {
     for await (const page of lister(s, prefix)) {
       guard.page(listedName, base, page.objects);
@@ -153,8 +153,7 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
-    const scope: IndexScope = { root, namespace: options.namespace };
-    scopes.push(await healListedScope(store, scope, listing, '', options, early, guard));
+    scopes.push(await healListedScope(store, target, listing, '', options, early, guard));
   } else {
     // A scope too large to heal is skipped for the others' sake, then reported.
     let tooLarge: IndexTooLargeError | undefined;
