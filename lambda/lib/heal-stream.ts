@@ -8,8 +8,7 @@ import type { ListedObject } from './index-file';
 import { compareKeys } from './key-space';
 import { isInternalKey, topFolder } from './keys';
 import type { ShardBase } from './layouts/shard-chunk';
-import { namespaceExists } from './list';
-import { partitionOfFile } from './names';
+import { namespaceExists, notePartition } from './list';
 import type { ListPage } from './s3';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
@@ -83,14 +82,7 @@ export async function healWhileListing(
         if (!objects) continue;
         const scoped = rel.slice(top!.length + 1);
         if (!isInternalKey(scoped)) objects.set(scoped, { key: scoped, size: object.size, lastModified: object.lastModified });
-        else {
-          const partition = partitionOfFile(scoped);
-          if (partition !== undefined) {
-            const seen = shardPartitions.get(top!) ?? [];
-            seen.push(partition);
-            shardPartitions.set(top!, seen);
-          }
-        }
+        else notePartition(shardPartitions, top!, scoped);
         continue;
       }
       if (!isInternalKey(rel)) heal.add(rel, object);

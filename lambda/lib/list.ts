@@ -102,7 +102,8 @@ export async function listShardPartitions(store: S3Store, scope: IndexScope): Pr
   return (found.get('') ?? []).sort();
 }
 
-function notePartition(into: Map<string, string[]>, ns: string, rel: string): void {
+/** Notes the shard partition of an internal key `rel` (a partition file under `_index/`) among those seen in scope `ns`. */
+export function notePartition(into: Map<string, string[]>, ns: string, rel: string): void {
   const partition = partitionOfFile(rel);
   if (partition === undefined) return;
   const list = into.get(ns) ?? [];
