@@ -171,6 +171,32 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(again.scopes[0]).toMatchObject({ drift: { missing: 0, stale: 0, resized: 0 }, indexState: 'valid' });
   });
 
+  it('heals a namespace inside the root from its own index, and keeps its objects and partition files out of the root', async () => {
+    const { store, root } = await shardFirstRoot();
+    // A monolith namespace with one entry missing, and a stray partition file of its own under its `_index/`.
+    await putObjects(store, {
+      [`${BASE}team/.namespace.json`]: JSON.stringify({ namespace: 'team', repoId: 'r', registeredAt: isoAgo(0) }),
+      [`${BASE}team/data/x/y/z/1`]: 'in the namespace',
+      [`${BASE}team/files/n.txt`]: 'namespaced',
+      [`${BASE}team/_index/files.json`]: shardJson([]),
+    });
+    await putIndex(store, `${BASE}team/.datastore-index.json`, [indexEntry('files/n.txt', { size: Buffer.byteLength('namespaced') })]);
+
+    const report = await healRoot(connectStore(store.bucket), root, { mode: 'repair', lister: parallelLister({ pageSize: 2 }) });
+
+    expect(report.scopes.map((s) => [s.namespace ?? '', s.layout])).toEqual([
+      ['', 'shard-first'],
+      ['team', 'monolith'],
+    ]);
+    expect(report.scopes[1]).toMatchObject({ drift: { missing: 1, stale: 0, resized: 0 }, published: true });
+    expect([...(await readIndex(store, `${BASE}team/.datastore-index.json`))!.entries.keys()].sort()).toEqual([
+      'data/x/y/z/1',
+      'files/n.txt',
+    ]);
+    // The root's partitions hold the root's objects alone.
+    expect(await partitionsNow(store)).toEqual(truth());
+  });
+
   it('commits partitions before the listing has ended', async () => {
     const { store, root, meta } = await shardFirstRoot();
     const reader = connectStore(store.bucket);
