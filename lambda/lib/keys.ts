@@ -62,6 +62,13 @@ export function partitionFolder(rel: string): string | undefined {
   return segments.length === 0 ? '' : `${segments.join('/')}/`;
 }
 
+/** A key's partition and folder (see `partitionOf`, `partitionFolder`) from one reading of its segments; undefined when it has no partition. */
+export function partitionPlace(rel: string): { readonly partition: string; readonly folder: string } | undefined {
+  const segments = partitionSegments(rel);
+  if (segments === undefined) return undefined;
+  return segments.length === 0 ? { partition: '_root', folder: '' } : { partition: segments.join('--'), folder: `${segments.join('/')}/` };
+}
+
 /** A path segment longer than this many UTF-8 bytes cannot be a file name on any common file system. */
 export const MAX_SEGMENT_BYTES = 255;
 

@@ -8,7 +8,7 @@ import { mapLimit } from './concurrency';
 import { type Drift, type ResizedEntry, driftCounts, resizedEntry } from './drift';
 import { type DatastoreIndex, type IndexEntry, type ListedObject, cloneIndex, emptyIndex, entryFor } from './index-file';
 import { compareKeys } from './key-space';
-import { isRefusedKey, partitionFolder, partitionOf } from './keys';
+import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
 import type { LiveIndex, UnreadablePart } from './layouts/types';
 import { baseIndexOf } from './layouts/types';
@@ -97,18 +97,19 @@ export class PartitionHeal {
       return;
     }
     this.objects++;
-    const partition = partitionOf(rel);
-    if (partition === undefined) {
+    const place = partitionPlace(rel);
+    if (place === undefined) {
       this.unshardable++;
       return;
     }
+    const { partition } = place;
     let unit = this.open.get(partition);
     if (!unit) {
       unit = { partition, listed: new Map(), folders: new Set(), from: this.judgedAt.get(partition), file: this.read(partition) };
       this.open.set(partition, unit);
     }
     unit.listed.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
-    unit.folders.add(partitionFolder(rel)!);
+    unit.folders.add(place.folder);
   }
 
   /** The listing has reached `pos`: partitions it has passed are judged, and changes committed once a chunk is full. */

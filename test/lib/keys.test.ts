@@ -6,7 +6,9 @@ import {
   isInternalKey,
   isRefusedKey,
   namespaceOfMarker,
+  partitionFolder,
   partitionOf,
+  partitionPlace,
   readManifest,
   refusedKeyReason,
   topFolder,
@@ -135,6 +137,29 @@ describe('partitionOf', () => {
     ['ns1/data/a/b/c', undefined],
   ])('puts %s in %s', (key, partition) => {
     expect(partitionOf(key)).toBe(partition);
+  });
+});
+
+describe('partitionFolder and partitionPlace', () => {
+  it.each([
+    ['notes.md', '_root', ''],
+    ['data/a/b/c', 'data--a--b', 'data/a/b/'],
+    ['data/a/b/c/d', 'data--a--b--c', 'data/a/b/c/'],
+    ['data/aws/ec2/i-0abc/1/raw', 'data--aws--ec2', 'data/aws/ec2/'],
+    // a segment holding `--`: the folder comes from the key's own segments, not the partition's name
+    ['data/a--b/c/d', 'data--a--b--c', 'data/a--b/c/'],
+    ['workflow-runs/wf/1/2/3/4', 'workflow-runs--wf', 'workflow-runs/wf/'],
+    ['logs/a/b/run.log', 'logs', 'logs/'],
+  ])('places %s in %s under %s', (key, partition, folder) => {
+    expect(partitionFolder(key)).toBe(folder);
+    expect(partitionPlace(key)).toEqual({ partition, folder });
+    expect(partitionOf(key)).toBe(partition);
+    expect(key.startsWith(folder)).toBe(true);
+  });
+
+  it.each(['data/a/b', 'misc/x', 'workflow-runs/wf'])('has no place for %s', (key) => {
+    expect(partitionFolder(key)).toBeUndefined();
+    expect(partitionPlace(key)).toBeUndefined();
   });
 });
 
