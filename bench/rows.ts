@@ -99,7 +99,8 @@ export async function heal(target: Target, lister: Lister, options: { readonly k
   try {
     const started = performance.now();
     const cpu = process.cpuUsage();
-    const report = await healRoot(store, root, { mode: 'repair', lister: measured });
+    // Keys named per kind as the Lambda's heals name them (its SAMPLE_KEYS).
+    const report = await healRoot(store, root, { mode: 'repair', lister: measured, keys: 20 });
     const used = process.cpuUsage(cpu);
     const seconds = (performance.now() - started) / 1000;
     const scope = report.scopes.find((s) => !s.namespace);

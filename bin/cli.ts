@@ -183,7 +183,12 @@ async function check(flags: CheckFlags): Promise<number> {
   const { store, root, namespace } = await connect(flags);
   try {
     progress.status(`Checking the index of ${describeScope({ root, namespace })}…`);
-    const report = await healRoot(store, root, { mode: 'check', namespace, onListed: (objects) => progress.listed(objects) });
+    const report = await healRoot(store, root, {
+      mode: 'check',
+      namespace,
+      keys: flags.keys,
+      onListed: (objects) => progress.listed(objects),
+    });
     progress.stop();
     if (flags.json) printJson(checkJson(report, flags.keys, Date.now() - started));
     else checkLines(report, flags.keys).forEach(say);
@@ -204,6 +209,7 @@ async function repair(flags: RepairFlags): Promise<number> {
       publish: { lock: { waitMs: flags.lockWait * 1000 } },
       onEvent: eventNotes(),
       refuseEmpty: !flags.allowEmpty,
+      keys: 0,
       onListed: (objects) => progress.listed(objects),
     });
     progress.stop();

@@ -10,13 +10,10 @@ import {
   repairResumable,
 } from '../lib/internal';
 import { Metric, addHeal, count, logRoot, rootSummary } from './observability';
-import { type Runtime, publishOptions } from './runtime';
+import { type Runtime, SAMPLE_KEYS, publishOptions } from './runtime';
 import { isNamespaceListed } from './config';
 import { unlistedMessage, unlistedNamespaces } from './unlisted';
 import { type InvokeRequest, UnknownTriggerError } from './triggers';
-
-/** Drifting keys shown per kind in a report; the counts are always whole. */
-const SAMPLE_KEYS = 20;
 
 /** The drift of one index. */
 export interface ScopeDrift {
@@ -89,6 +86,7 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
       reserveMs: rt.config.repairReserveMs,
       publish: publishOptions(rt),
       memoryBudget: rt.config.memory,
+      keys: SAMPLE_KEYS,
     }).catch((err: unknown) => {
       logRoot({ ...summary, outcome: 'failed', error: err as Error });
       throw err;

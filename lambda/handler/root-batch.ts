@@ -32,7 +32,7 @@ import {
   type RecheckRequest,
 } from './messages';
 import { Metric, type RootSummary, addDelta, addHeal, count, logger } from './observability';
-import { type Runtime, publishOptions } from './runtime';
+import { type Runtime, publishOptions, SAMPLE_KEYS } from './runtime';
 import { unlistedNamespaces } from './unlisted';
 
 /** A change placed in a root: `rel` is its key relative to the root. */
@@ -146,6 +146,7 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
     reserveMs: rt.config.repairReserveMs,
     publish: publishOptions(rt),
     memoryBudget: rt.config.memory,
+    keys: SAMPLE_KEYS,
   });
   if (run.status === 'complete') {
     progress.summary = addHeal(progress.summary, run.report, 'repair');

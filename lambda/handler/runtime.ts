@@ -39,6 +39,9 @@ export function coldStart(env: NodeJS.ProcessEnv = process.env): Runtime {
   return { config, store, queue, finisher: queue && new PublishFinisher(queue, config.finishDelaySeconds) };
 }
 
+/** Drifting keys of each kind a report names (and a heal keeps); the counts are always whole. */
+export const SAMPLE_KEYS = 20;
+
 /** How every trigger publishes: the configured lock wait, and a finish queued before each publish record. */
 export function publishOptions(rt: Runtime): PublishOptions {
   return { lock: lockOptions(rt.config.lockWaitMs), beforeRecord: rt.finisher?.beforeRecord };

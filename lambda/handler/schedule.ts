@@ -2,7 +2,7 @@
 import type { Context } from 'aws-lambda';
 import { describeScope, repairResumable } from '../lib/internal';
 import { Metric, addHeal, count, logRoot, logger, requestsSince, rootSummary } from './observability';
-import { type Runtime, publishOptions } from './runtime';
+import { type Runtime, publishOptions, SAMPLE_KEYS } from './runtime';
 import { unlistedNamespaces } from './unlisted';
 
 /** What the schedule did for one root. */
@@ -42,6 +42,7 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
         reserveMs: rt.config.repairReserveMs,
         publish: publishOptions(rt),
         memoryBudget: rt.config.memory,
+        keys: SAMPLE_KEYS,
       });
       if (run.status === 'incomplete') {
         summary = { ...summary, outcome: 'incomplete' };

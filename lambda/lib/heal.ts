@@ -2,6 +2,7 @@
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
+import { firstDriftKeys } from './key-sample';
 import { isRefusedKey, partitionOf } from './keys';
 import { healWhileListing, pagesInKeyOrder } from './heal-stream';
 import { readLiveIndex } from './layouts/read';
@@ -48,6 +49,8 @@ export interface HealOptions {
   readonly memoryBudget?: number | MemoryBudget;
   /** Entry changes a shard-first heal commits at once (one lock, one manifest write). @default 10000 */
   readonly chunkEntries?: number;
+  /** Drifting keys of each kind a report names, the first in key order (its counts stay whole); a heal by partitions then holds no more. @default all */
+  readonly keys?: number;
 }
 
 /** What a heal found and did for one index. */
@@ -61,7 +64,7 @@ export interface ScopeReport {
   /** Data objects in the listing, refused keys apart. */
   readonly objects: number;
   readonly drift: DriftCounts;
-  /** The drifting keys, sorted. */
+  /** The drifting keys, sorted (the first `HealOptions.keys` of each kind). */
   readonly driftKeys: Drift;
   /** Keys a shard-first root cannot hold (no partition); left out. */
   readonly unshardable: number;
@@ -292,7 +295,7 @@ export async function healScope(
     const live = await (readAlready ?? readLiveIndex(store, scope, { shardPartitions, mirrors: 'all' }));
     const { index, facts } = await plan(live);
     const entries = index ? index.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
-    return report(scope, live, [facts], refusedListed, indexable.size, entries, undefined, Date.now() - started);
+    return report(scope, live, [facts], refusedListed, indexable.size, entries, undefined, Date.now() - started, options.keys);
   }
   const outcome = await publishIndex(store, scope, plan, {
     ...options.publish,
@@ -306,7 +309,7 @@ export async function healScope(
   });
   // Not written by us: the index as last read (another writer's, if it healed first), not the stale first read.
   const entries = outcome.index?.entries.size ?? (outcome.last.state === 'valid' ? outcome.last.index.entries.size : 0);
-  return report(scope, outcome.before, outcome.plans, refusedListed, indexable.size, entries, outcome, Date.now() - started);
+  return report(scope, outcome.before, outcome.plans, refusedListed, indexable.size, entries, outcome, Date.now() - started, options.keys);
 }
 
 /** The report of a scope from its plans: the drift the first found, what the last set aside, every refused key. */
@@ -319,6 +322,7 @@ function report(
   entries: number,
   outcome: PublishOutcome<HealFacts> | undefined,
   publishMs: number,
+  keys: number | undefined,
 ): ScopeReport {
   const drift = plans[0].drift;
   const refusedKeys = new Set([...refusedListed, ...plans.flatMap((p) => p.refusedStale)]);
@@ -330,7 +334,7 @@ function report(
     unreadableReason: live.state === 'unreadable' ? live.reason : undefined,
     objects,
     drift: driftCounts(drift),
-    driftKeys: drift,
+    driftKeys: firstDriftKeys(drift, keys),
     unshardable: plans[plans.length - 1].unshardable,
     refused: refusedKeys.size,
     refusedKeys: [...refusedKeys].sort(),

@@ -5,9 +5,10 @@
  * the lock, so memory holds the largest partition and a window of the listing, not the root.
  */
 import { mapLimit } from './concurrency';
-import { type Drift, type ResizedEntry, driftCounts, resizedEntry } from './drift';
+import { type ResizedEntry, resizedEntry } from './drift';
 import { type DatastoreIndex, type IndexEntry, type ListedObject, cloneIndex, emptyIndex, entryFor } from './index-file';
 import { compareKeys } from './key-space';
+import { DriftSample } from './key-sample';
 import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
 import type { LiveIndex, UnreadablePart } from './layouts/types';
@@ -26,6 +27,7 @@ export interface PartitionHealOptions {
   readonly concurrency?: number;
   readonly clockSkewMs?: number;
   readonly chunkEntries?: number;
+  readonly keys?: number;
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
 }
 
@@ -53,6 +55,9 @@ interface Change {
   readonly after?: IndexEntry;
 }
 
+/** Entry changes committed at once by default (see `HealOptions.chunkEntries`). */
+export const CHUNK_ENTRIES = 10_000;
+
 /** Partitions held against their file at once (their reads, HeadObject checks and entries). */
 const JUDGING = 32;
 
@@ -68,12 +73,13 @@ export class PartitionHeal {
   private pendingCount = 0;
   private readonly forced = new Set<string>();
   private flushing: Promise<void> = Promise.resolve();
+  private committing = false;
   private objects = 0;
   private unshardable = 0;
   private entries = 0;
   private readonly refusedListed: string[] = [];
   private readonly refusedStale: string[] = [];
-  private readonly drift: Drift = { missing: [], stale: [], resized: [] };
+  private readonly drift: DriftSample;
   private unreadable?: UnreadablePart;
   private published = false;
   private conflicts = 0;
@@ -88,7 +94,9 @@ export class PartitionHeal {
     private readonly base: ShardBase,
     private readonly listingStartedAt: number,
     private readonly options: PartitionHealOptions,
-  ) {}
+  ) {
+    this.drift = new DriftSample(options.keys);
+  }
 
   /** Takes one listed object of the scope (relative key, internal keys already left out). */
   add(rel: string, object: ListedObject): void {
@@ -112,12 +120,26 @@ export class PartitionHeal {
     unit.folders.add(place.folder);
   }
 
-  /** The listing has reached `pos`: partitions it has passed are judged, and changes committed once a chunk is full. */
+  /**
+   * The listing has reached `pos`: partitions it has passed are judged, and a full chunk of changes is
+   * committed while the listing goes on; it waits only when another chunk is full behind that one.
+   */
   async advance(pos: string): Promise<void> {
     for (const unit of [...this.open.values()]) if ([...unit.folders].every((f) => passed(f, pos))) this.close(unit, pos);
     while (this.judging.size >= JUDGING) await Promise.race(this.judging);
     this.rethrow();
-    if (this.pendingCount >= (this.options.chunkEntries ?? 10_000)) await this.flush();
+    const chunk = this.chunkEntries();
+    if (this.pendingCount >= chunk && !this.committing) {
+      this.committing = true;
+      // A failure is kept for `rethrow`.
+      void this.flush(false)
+        .catch(() => undefined)
+        .finally(() => {
+          this.committing = false;
+        });
+    }
+    while (this.pendingCount >= 2 * chunk && this.committing) await this.flushing;
+    this.rethrow();
   }
 
   /** Judges what is left once the listing has ended (and partitions it never reached), commits, and reports. */
@@ -136,10 +158,15 @@ export class PartitionHeal {
         file: this.read(partition),
       };
       await this.judge(unit, null);
-      if (this.pendingCount >= (this.options.chunkEntries ?? 10_000)) await this.flush();
+      if (this.pendingCount >= this.chunkEntries()) await this.flush(false);
     });
-    await this.flush();
+    await this.flush(true);
+    this.rethrow();
     return this.report();
+  }
+
+  private chunkEntries(): number {
+    return this.options.chunkEntries ?? CHUNK_ENTRIES;
   }
 
   private rethrow(): void {
@@ -211,9 +238,9 @@ export class PartitionHeal {
     await mapLimit(doubtfulSize, concurrency, async (r) => {
       if ((await this.store.head(base + r.key))?.size !== r.indexSize) resized.push(r);
     });
-    this.drift.missing.push(...missing);
-    this.drift.stale.push(...stale);
-    this.drift.resized.push(...resized);
+    this.drift.missing.add(missing);
+    this.drift.stale.add(stale);
+    this.drift.resized.add(resized);
     this.entries += judged - stale.length + missing.length;
     if (this.options.mode === 'check') return;
     // An unreadable file is replaced (its copy kept first) in the same commit as its changes, even with none.
@@ -233,17 +260,23 @@ export class PartitionHeal {
     if (changes.size === 0) this.pending.delete(partition);
   }
 
-  /** Commits the changes kept so far, a chunk at a time (commits never overlap). */
-  private flush(): Promise<void> {
-    const run = this.flushing.then(() => this.commitKept());
-    this.flushing = run.catch(() => undefined);
+  /** Commits the changes kept so far a chunk at a time, all of them or (not `all`) while a chunk is full; commits never overlap. */
+  private flush(all: boolean): Promise<void> {
+    const run = this.flushing.then(() => {
+      // After a failed commit nothing more is committed: the heal fails with that commit's error.
+      this.rethrow();
+      return this.commitKept(all);
+    });
+    this.flushing = run.catch((err: unknown) => {
+      this.failure ??= err;
+    });
     return run;
   }
 
-  private async commitKept(): Promise<void> {
+  private async commitKept(all: boolean): Promise<void> {
     if (this.options.mode === 'check') return;
-    const limit = this.options.chunkEntries ?? 10_000;
-    while (this.pending.size > 0 || this.forced.size > 0) {
+    const limit = this.chunkEntries();
+    while (all ? this.pending.size > 0 || this.forced.size > 0 : this.pendingCount >= limit) {
       const chunk = new Map<string, Map<string, Change>>();
       let count = 0;
       for (const [partition, changes] of this.pending) {
@@ -319,12 +352,6 @@ export class PartitionHeal {
   }
 
   private report(): ScopeReport {
-    const byKey = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-    const drift: Drift = {
-      missing: this.drift.missing.sort(),
-      stale: this.drift.stale.sort(),
-      resized: this.drift.resized.sort((a, b) => byKey(a.key, b.key)),
-    };
     const refused = [...new Set([...this.refusedListed, ...this.refusedStale])].sort();
     return {
       scope: describeScope(this.scope),
@@ -333,8 +360,8 @@ export class PartitionHeal {
       indexState: this.unreadable ? 'unreadable' : 'valid',
       unreadableReason: this.unreadable?.reason,
       objects: this.objects,
-      drift: driftCounts(drift),
-      driftKeys: drift,
+      drift: this.drift.counts(),
+      driftKeys: this.drift.keys(),
       unshardable: this.unshardable,
       refused: refused.length,
       refusedKeys: refused,

@@ -216,6 +216,36 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(await partitionsNow(store)).toEqual(truth());
   });
 
+  it('names the first keys of each kind it was asked for, with whole counts', async () => {
+    const { store, root } = await shardFirstRoot();
+
+    const report = await healRoot(connectStore(store.bucket), root, { mode: 'check', lister: parallelLister({ pageSize: 2 }), keys: 2 });
+
+    expect(report.scopes[0].drift).toEqual({ missing: 9, stale: 3, resized: 1 });
+    expect(report.scopes[0].driftKeys).toEqual({
+      missing: EXPECTED_DRIFT.missing.slice(0, 2),
+      stale: EXPECTED_DRIFT.stale.slice(0, 2),
+      resized: EXPECTED_DRIFT.resized.slice(0, 2),
+    });
+  });
+
+  it('a commit that fails while the listing goes on fails the heal with its error', async () => {
+    const { store, root } = await shardFirstRoot();
+    let refused = false;
+    // Refused once only: a later commit of the same partition would succeed, so only the first error can fail the heal.
+    const failing = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (refused || key !== `${BASE}_index/data--aws--t3.json`) return;
+        refused = true;
+        throw new Error('partition write refused');
+      },
+    });
+
+    await expect(
+      healRoot(failing, root, { mode: 'repair', lister: parallelLister({ pageSize: 2, concurrency: 2 }), chunkEntries: 1 }),
+    ).rejects.toThrow('partition write refused');
+  });
+
   it('a client push between two chunks converges', async () => {
     const { store, root } = await shardFirstRoot();
     let pushed = false;
