@@ -1,7 +1,8 @@
 /** Applying a delta of object changes to one index: read, then one conditional write under the datastore lock. */
 import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
-import type { DatastoreIndex } from './index-file';
+import { resizedEntry } from './drift';
+import { type DatastoreIndex, type IndexEntry, cloneIndex } from './index-file';
 import { isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './layouts/types';
 import { observeKey, observeKeys } from './observe';
@@ -129,8 +130,10 @@ export async function applyDelta(
       if (read && [...effective.keys()].some((rel) => !read.has(partitionOf(rel)!)))
         return { facts: { ...noPlan(live), outsideRead: true } };
     }
-    effective = await withStaleEventsChecked(store, scope, live.index, effective, resolved.observed);
-    const applied = applyChanges(live.index, effective);
+    // An orphan file is listed by this write: what it held is read back in, as a heal adopts it, not overwritten.
+    const base = await withOrphansAdopted(store, scope, live.index, live.shards?.adoptable, effective);
+    effective = await withStaleEventsChecked(store, scope, base, effective, resolved.observed);
+    const applied = applyChanges(base, effective);
     const facts: DeltaFacts = { noIndex: false, offered: resolved.changes.size, unshardable, refusedKeys, applied, resolved };
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
     if (applied.index === live.index) return { index: live.pending ? live.index : undefined, facts };
@@ -188,6 +191,39 @@ function refusedCreations(changes: ReadonlyMap<string, ObjectChange>): string[] 
     .filter(([rel, c]) => c.kind === 'created' && isRefusedKey(rel))
     .map(([rel]) => rel)
     .sort();
+}
+
+/**
+ * The index with the entries of orphan partition files (see `ShardState.adoptable`) whose object S3 holds:
+ * of the same size, as they were (client fields kept); of another size, resized (`resizedEntry`). A key the
+ * delta changes is left to its change, which applies to the orphan's entry as to any other.
+ */
+async function withOrphansAdopted(
+  store: S3Store,
+  scope: IndexScope,
+  index: DatastoreIndex,
+  adoptable: ReadonlyMap<string, IndexEntry> | undefined,
+  changes: ReadonlyMap<string, ObjectChange>,
+): Promise<DatastoreIndex> {
+  const orphaned = [...(adoptable ?? [])].filter(([rel]) => !index.entries.has(rel) && partitionOf(rel) !== undefined);
+  if (orphaned.length === 0) return index;
+  const observed = await observeKeys(
+    store,
+    scope,
+    orphaned.filter(([rel]) => !changes.has(rel)).map(([rel]) => rel),
+  );
+  const adopted = cloneIndex(index);
+  for (const [rel, entry] of orphaned) {
+    if (changes.has(rel)) {
+      adopted.entries.set(rel, entry);
+      continue;
+    }
+    const now = observed.get(rel);
+    if (now?.kind !== 'created') continue;
+    const size = now.size ?? 0;
+    adopted.entries.set(rel, entry.size === size ? entry : resizedEntry(entry, { size, lastModified: now.eventTime }));
+  }
+  return adopted;
 }
 
 /**

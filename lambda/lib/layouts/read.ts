@@ -118,10 +118,10 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
         options.partitions && !shardPartitions
           ? await readShardsPartially(store, scope, read.meta, metaObject, options.partitions)
           : undefined;
-      return (
-        partial ??
-        (await readShards(store, scope, read.meta, metaObject, new Set([...listed].filter((p) => !read.meta.partitions.includes(p)))))
-      );
+      if (partial) return partial;
+      // Without a listing, the unlisted files a delta touches are the orphans it can see: read, their entries can be adopted.
+      const candidates = shardPartitions ? listed : (options.partitions ?? listed);
+      return readShards(store, scope, read.meta, metaObject, new Set([...candidates].filter((p) => !read.meta.partitions.includes(p))));
     } else if (read?.kind === 'v1') {
       const files = new Set([...read.meta.partitions, ...listed]);
       layout = { layout: 'dual-write', mirror: { meta: read.meta, files, metaEtag: metaObject?.etag } };

@@ -9,23 +9,29 @@ import type { ShardMeta } from './manifest';
 import { conditionFor, putAdopting } from './objects';
 import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteHooks } from './types';
 
-/** Reads the partition files a manifest lists (and orphans a listing saw) into one index, as clients merge them. */
+/**
+ * Reads the partition files a manifest lists (and `candidates` it does not: those that exist are orphans) into
+ * one index, as clients merge them.
+ */
 export async function readShards(
   store: S3Store,
   scope: IndexScope,
   meta: ShardMeta,
   metaObject: StoredObject,
-  orphans: ReadonlySet<string>,
+  candidates: ReadonlySet<string>,
 ): Promise<LiveIndex> {
   const index = emptyIndex();
   const shardEtags = new Map<string, string>();
   const byPartition = new Map<string, Map<string, IndexEntry>>();
-  const all = [...meta.partitions, ...orphans];
+  const listed = new Set(meta.partitions);
+  const all = [...meta.partitions, ...[...candidates].filter((p) => !listed.has(p))];
   const [intent, objects] = await Promise.all([
     store.head(publishRecordKey(scope)),
     Promise.all(all.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const)),
   ]);
-  const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
+  // A candidate with no file is no orphan, and not missing either: no client was told to read it.
+  const missing = new Set(objects.filter(([p, object]) => !object && listed.has(p)).map(([partition]) => partition));
+  const orphans = new Set(objects.filter(([p, object]) => object && !listed.has(p)).map(([partition]) => partition));
   const adoptable = new Map<string, IndexEntry>();
   const shards: ShardState = {
     meta,

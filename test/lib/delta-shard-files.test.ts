@@ -1,0 +1,70 @@
+/**
+ * A delta on a shard-first root meets partition files the manifest does not describe: a file it does not
+ * list (an orphan left by a writer that died, or a new partition), and an entry filed in another
+ * partition's file. Clients read every listed file and merge all their entries, so neither may cost an
+ * entry its client fields.
+ */
+import { type IndexEntry, type ShardMeta, applyDelta } from '../../lambda/lib/internal';
+import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
+import { connectStore, putObject, putObjects, putShardLayout, readIndex, readJson, testStore } from '../helpers/s3';
+import type { S3Store } from '../../lambda/lib/internal';
+
+const T = '2026-07-01T00:00:00.000Z';
+const CLIENT = { sha256: 'abc', localMtime: '2026-05-04T15:19:58.120Z', note: { kept: true } };
+
+/** A shard-first root under `s/` with `audit` and `logs` listed at commitSeq 41, their objects in the bucket. */
+async function shardRoot(store: S3Store): Promise<{ root: { bucket: string; prefix: string } }> {
+  await putObjects(store, { 's/audit/a.json': 'a', 's/logs/l.log': 'l' });
+  await putShardLayout(store, 's/', [indexEntry('audit/a.json', CLIENT), indexEntry('logs/l.log')], shardMeta(['audit', 'logs'], 41));
+  return { root: { bucket: store.bucket, prefix: 's' } };
+}
+
+async function entriesOf(store: S3Store, partition: string): Promise<Map<string, IndexEntry>> {
+  return (await readIndex(store, `s/_index/${partition}.json`))?.entries ?? new Map();
+}
+
+describe('applyDelta and a partition file the manifest does not list', () => {
+  it("adopts an orphan's entries whose object exists, with their client fields, and lists it at a higher commitSeq", async () => {
+    // GIVEN an orphan `files` file (a client died before its manifest) holding one entry true to its object,
+    // one of another size than its object, and one whose object is gone
+    const store = await testStore();
+    const scope = await shardRoot(store);
+    await putObjects(store, { 's/files/kept.txt': 'kept', 's/files/grown.txt': 'grown!', 's/files/new.txt': 'hello' });
+    await putObject(
+      store,
+      's/_index/files.json',
+      shardJson([
+        indexEntry('files/kept.txt', { size: 4, ...CLIENT }),
+        indexEntry('files/grown.txt', { size: 2, ...CLIENT }),
+        indexEntry('files/gone.txt', { size: 3, ...CLIENT }),
+      ]),
+    );
+
+    // WHEN a delta adds a key of that partition
+    const change = objectChange('s/files/new.txt', { size: 5, eventTime: T });
+    const report = await applyDelta(connectStore(store.bucket), scope, new Map([['files/new.txt', change]]), { convergeRounds: 0 });
+
+    // THEN it converges, and the file holds the orphan's true entries (client fields kept) beside the new one
+    expect(report).toMatchObject({ status: 'applied', published: true, added: 1 });
+    const files = await entriesOf(store, 'files');
+    expect([...files.keys()].sort()).toEqual(['files/grown.txt', 'files/kept.txt', 'files/new.txt']);
+    expect(files.get('files/kept.txt')).toEqual(indexEntry('files/kept.txt', { size: 4, ...CLIENT }));
+    // ...an entry of another size describes other bytes: it keeps its unknown fields, not its sha256 and localMtime
+    expect(files.get('files/grown.txt')).toMatchObject({ size: 6, note: { kept: true } });
+    expect(files.get('files/grown.txt')).not.toHaveProperty('sha256');
+    expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual(shardMeta(['audit', 'files', 'logs'], 42));
+  });
+
+  it('creates the file of a new partition and lists it', async () => {
+    const store = await testStore();
+    const scope = await shardRoot(store);
+    await putObjects(store, { 's/files/new.txt': 'hello' });
+
+    const change = objectChange('s/files/new.txt', { size: 5, eventTime: T });
+    const report = await applyDelta(connectStore(store.bucket), scope, new Map([['files/new.txt', change]]), { convergeRounds: 0 });
+
+    expect(report).toMatchObject({ status: 'applied', published: true, added: 1, conflicts: 0 });
+    expect([...(await entriesOf(store, 'files')).keys()]).toEqual(['files/new.txt']);
+    expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual(shardMeta(['audit', 'files', 'logs'], 42));
+  });
+});
