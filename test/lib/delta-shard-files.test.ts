@@ -68,3 +68,55 @@ describe('applyDelta and a partition file the manifest does not list', () => {
     expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual(shardMeta(['audit', 'files', 'logs'], 42));
   });
 });
+
+describe('applyDelta and an entry filed in another partition file', () => {
+  /** `audit.json` also holds `logs/misfiled.log` (partition `logs`), with client fields. */
+  async function misfiled(store: S3Store): Promise<{ root: { bucket: string; prefix: string } }> {
+    const scope = await shardRoot(store);
+    await putObjects(store, { 's/logs/misfiled.log': 'mis', 's/audit/b.json': 'bb' });
+    await putObject(
+      store,
+      's/_index/audit.json',
+      shardJson([indexEntry('audit/a.json', CLIENT), indexEntry('logs/misfiled.log', { size: 3, ...CLIENT })]),
+    );
+    return scope;
+  }
+
+  it('keeps its client fields when a delta rewrites the file that holds it', async () => {
+    const store = await testStore();
+    const scope = await misfiled(store);
+
+    const change = objectChange('s/audit/b.json', { size: 2, eventTime: T });
+    const report = await applyDelta(connectStore(store.bucket), scope, new Map([['audit/b.json', change]]), { convergeRounds: 0 });
+
+    expect(report).toMatchObject({ status: 'applied', published: true, added: 1 });
+    // Clients merge every listed file: the entry must still be there, once, with its fields.
+    const audit = await entriesOf(store, 'audit');
+    const logs = await entriesOf(store, 'logs');
+    const found = [audit.get('logs/misfiled.log'), logs.get('logs/misfiled.log')].filter((e) => e !== undefined);
+    expect(found).toEqual([indexEntry('logs/misfiled.log', { size: 3, ...CLIENT })]);
+    expect(audit.get('audit/b.json')).toMatchObject({ size: 2 });
+    expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual(shardMeta(['audit', 'logs'], 42));
+  });
+
+  it('leaves an entry of a key with no partition in the file that holds it, with its fields', async () => {
+    // GIVEN `audit.json` also holding `misc/x/y`, a key no partition takes (no file is its own)
+    const store = await testStore();
+    const scope = await shardRoot(store);
+    await putObjects(store, { 's/misc/x/y': 'why', 's/audit/b.json': 'bb' });
+    await putObject(
+      store,
+      's/_index/audit.json',
+      shardJson([indexEntry('audit/a.json', CLIENT), indexEntry('misc/x/y', { size: 3, ...CLIENT })]),
+    );
+
+    // WHEN a delta rewrites that file
+    const change = objectChange('s/audit/b.json', { size: 2, eventTime: T });
+    await applyDelta(connectStore(store.bucket), scope, new Map([['audit/b.json', change]]), { convergeRounds: 0 });
+
+    // THEN clients, who merge every listed file, still see it as it was
+    const audit = await entriesOf(store, 'audit');
+    expect([...audit.keys()].sort()).toEqual(['audit/a.json', 'audit/b.json', 'misc/x/y']);
+    expect(audit.get('misc/x/y')).toEqual(indexEntry('misc/x/y', { size: 3, ...CLIENT }));
+  });
+});

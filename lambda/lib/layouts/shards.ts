@@ -97,8 +97,9 @@ export function shardPending(found: ShardFindings): string | undefined {
 /**
  * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags, and
  * the publish record. Undefined when that is not enough to write safely, and the whole index must be read:
- * an earlier publish left its record, a touched file does not parse, or one exists that the manifest does
- * not list (an orphan is adopted only by what reads every file).
+ * an earlier publish left its record, a touched file does not parse, one exists that the manifest does
+ * not list (an orphan is adopted only by what reads every file), or one holds an entry of a partition not
+ * read (clients merge every file, so the entry counts wherever it is filed; a write moves it to its own).
  */
 export async function readShardsPartially(
   store: S3Store,
@@ -129,6 +130,8 @@ export async function readShardsPartially(
     if (!listed.has(partition)) return undefined;
     const parsed = parseIndex(object.body);
     if (!parsed.ok) return undefined;
+    // An entry filed in a partition not read would be moved to its own file on write, and that file is unread.
+    for (const k of parsed.index.entries.keys()) if (!partitions.has(partitionOf(k) ?? partition)) return undefined;
     shardEtags.set(partition, object.etag);
     if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
     for (const [k, entry] of parsed.index.entries) {
@@ -165,6 +168,19 @@ export async function writeShards(
 ): Promise<IndexWriteResult> {
   const shards = live.shards!;
   const grouped = groupByPartition(next.entries);
+  let placed = 0;
+  for (const entries of grouped.values()) placed += entries.size;
+  // A key no partition takes has no file of its own: it stays in the file it was read from, where clients see it.
+  if (placed < next.entries.size) {
+    for (const [partition, entries] of shards.byPartition) {
+      for (const key of entries.keys()) {
+        const entry = partitionOf(key) === undefined ? next.entries.get(key) : undefined;
+        if (!entry) continue;
+        const group = grouped.get(partition) ?? new Map<string, IndexEntry>();
+        grouped.set(partition, group.set(key, entry));
+      }
+    }
+  }
   const partitions = new Set([...shards.meta.partitions, ...shards.orphans, ...grouped.keys()]);
   const { partial } = shards;
   // A partition not read has no entries here: written, it would be emptied.
