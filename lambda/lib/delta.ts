@@ -5,6 +5,7 @@ import { resizedEntry } from './drift';
 import { type DatastoreIndex, type IndexEntry, cloneIndex } from './index-file';
 import { isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './layouts/types';
+import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { observeKey, observeKeys } from './observe';
 import { type Plan, type PublishOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
@@ -30,6 +31,12 @@ export interface DeltaOptions extends PublishOptions {
    * @default the keys of `changes`, when a map; with a function and none given, a shard-first scope is read whole
    */
   readonly mirrorKeys?: Iterable<string>;
+  /**
+   * What reading a monolith whole may hold: a larger one stops the delta with `IndexTooLargeError` before
+   * it is downloaded, and nothing is written.
+   * @default `memoryBudget()`: a share of the function's memory in a Lambda, else of the V8 heap
+   */
+  readonly memoryBudget?: number | MemoryBudget;
 }
 
 /** What a delta's plan found in one read of the index. */
@@ -104,7 +111,15 @@ export async function applyDelta(
 ): Promise<DeltaReport> {
   const started = Date.now();
   // The mirror files of the partitions the delta touches are held against the monolith, even when it already holds the delta.
-  const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), ...publish } = options;
+  const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), memoryBudget: budget, ...rest } = options;
+  const guard = new MemoryGuard(memoryBudget(budget));
+  const publish: PublishOptions = {
+    ...rest,
+    monolithBytes: (bytes) => {
+      guard.indexRead(describeScope(scope), bytes);
+      rest.monolithBytes?.(bytes);
+    },
+  };
   const mirrors = new Set([...mirrorKeys].map(partitionOf).filter((p): p is string => p !== undefined));
   const partitions = typeof changes === 'function' && options.mirrorKeys === undefined ? undefined : mirrors;
   const given = typeof changes === 'function' ? undefined : changes;
