@@ -1,11 +1,12 @@
 /**
- * A delta on a shard-first root meets partition files the manifest does not describe: a file it does not
+ * A delta on a shard-first (or dual-write) root meets partition files the manifest does not describe: a file it does not
  * list (an orphan left by a writer that died, or a new partition), and an entry filed in another
  * partition's file. Clients read every listed file and merge all their entries, so neither may cost an
  * entry its client fields.
  */
 import { type IndexEntry, type ShardMeta, applyDelta } from '../../lambda/lib/internal';
 import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
+import { dualWriteRoot } from '../helpers/dual-write';
 import { connectStore, putObject, putObjects, putShardLayout, readIndex, readJson, testStore } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
 
@@ -66,6 +67,28 @@ describe('applyDelta and a partition file the manifest does not list', () => {
     expect(report).toMatchObject({ status: 'applied', published: true, added: 1, conflicts: 0 });
     expect([...(await entriesOf(store, 'files')).keys()]).toEqual(['files/new.txt']);
     expect(await readJson<ShardMeta>(store, 's/_index/_meta.json')).toEqual(shardMeta(['audit', 'files', 'logs'], 42));
+  });
+});
+
+describe('applyDelta and a mirror file the version-1 manifest does not list', () => {
+  it('replaces the file from the monolith (the truth) and lists it', async () => {
+    // GIVEN a dual-write root, and a `files` mirror file its manifest does not list (a push that died before it)
+    const store = await testStore();
+    await dualWriteRoot(store, 'd', { 'audit/a.json': 'a', 'logs/l.log': 'l' });
+    await putObject(store, 'd/_index/files.json', shardJson([indexEntry('files/old.txt', { size: 3 })]));
+    await putObjects(store, { 'd/files/new.txt': 'hello' });
+
+    // WHEN a delta adds a key of that partition
+    const change = objectChange('d/files/new.txt', { size: 5, eventTime: T });
+    const scope = { root: { bucket: store.bucket, prefix: 'd' } };
+    const report = await applyDelta(connectStore(store.bucket), scope, new Map([['files/new.txt', change]]), { convergeRounds: 0 });
+
+    // THEN it converges: the monolith, the mirror file and the manifest all say the same
+    expect(report).toMatchObject({ status: 'applied', layout: 'dual-write', published: true, added: 1, conflicts: 0 });
+    const monolith = await readIndex(store, 'd/.datastore-index.json');
+    expect([...(monolith?.entries.keys() ?? [])].sort()).toEqual(['audit/a.json', 'files/new.txt', 'logs/l.log']);
+    expect([...((await readIndex(store, 'd/_index/files.json'))?.entries.keys() ?? [])]).toEqual(['files/new.txt']);
+    expect(await readJson(store, 'd/_index/_meta.json')).toEqual({ version: 1, partitions: ['audit', 'files', 'logs'] });
   });
 });
 
