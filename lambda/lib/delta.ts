@@ -3,7 +3,7 @@ import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
 import { resizedEntry } from './drift';
 import { type DatastoreIndex, type IndexEntry, cloneIndex } from './index-file';
-import { isRefusedKey, partitionOf } from './keys';
+import { isInternalKey, isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './layouts/types';
 import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { observeKey, observeKeys } from './observe';
@@ -220,7 +220,10 @@ async function withOrphansAdopted(
   adoptable: ReadonlyMap<string, IndexEntry> | undefined,
   changes: ReadonlyMap<string, ObjectChange>,
 ): Promise<DatastoreIndex> {
-  const orphaned = [...(adoptable ?? [])].filter(([rel]) => !index.entries.has(rel) && partitionOf(rel) !== undefined);
+  // Only keys a heal would index: a file is no authority on what may be an entry.
+  const orphaned = [...(adoptable ?? [])].filter(
+    ([rel]) => !index.entries.has(rel) && partitionOf(rel) !== undefined && !isInternalKey(rel) && !isRefusedKey(rel),
+  );
   if (orphaned.length === 0) return index;
   const observed = await observeKeys(
     store,

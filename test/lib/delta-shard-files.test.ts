@@ -30,7 +30,13 @@ describe('applyDelta and a partition file the manifest does not list', () => {
     // one of another size than its object, and one whose object is gone
     const store = await testStore();
     const scope = await shardRoot(store);
-    await putObjects(store, { 's/files/kept.txt': 'kept', 's/files/grown.txt': 'grown!', 's/files/new.txt': 'hello' });
+    await putObjects(store, {
+      's/files/kept.txt': 'kept',
+      's/files/grown.txt': 'grown!',
+      's/files/new.txt': 'hello',
+      's/files/a//b': 'refused',
+      's/files/.lock': 'internal',
+    });
     await putObject(
       store,
       's/_index/files.json',
@@ -38,6 +44,9 @@ describe('applyDelta and a partition file the manifest does not list', () => {
         indexEntry('files/kept.txt', { size: 4, ...CLIENT }),
         indexEntry('files/grown.txt', { size: 2, ...CLIENT }),
         indexEntry('files/gone.txt', { size: 3, ...CLIENT }),
+        // ...and keys never indexed, whose objects exist: one clients refuse, one internal
+        indexEntry('files/a//b', { size: 7 }),
+        indexEntry('files/.lock', { size: 8 }),
       ]),
     );
 
