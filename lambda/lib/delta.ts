@@ -1,9 +1,11 @@
 /** Applying a delta of object changes to one index: read, then one conditional write under the datastore lock. */
 import { mapLimit } from './concurrency';
 import { type ApplyResult, type ObjectChange, applyChanges } from './events';
-import type { DatastoreIndex } from './index-file';
-import { isRefusedKey, partitionOf } from './keys';
+import { resizedEntry } from './drift';
+import { type DatastoreIndex, type IndexEntry, cloneIndex } from './index-file';
+import { isInternalKey, isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './layouts/types';
+import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { observeKey, observeKeys } from './observe';
 import { type Plan, type PublishOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
@@ -29,6 +31,12 @@ export interface DeltaOptions extends PublishOptions {
    * @default the keys of `changes`, when a map; with a function and none given, a shard-first scope is read whole
    */
   readonly mirrorKeys?: Iterable<string>;
+  /**
+   * What reading a monolith whole may hold: a larger one stops the delta with `IndexTooLargeError` before
+   * it is downloaded, and nothing is written.
+   * @default `memoryBudget()`: a share of the function's memory in a Lambda, else of the V8 heap
+   */
+  readonly memoryBudget?: number | MemoryBudget;
 }
 
 /** What a delta's plan found in one read of the index. */
@@ -103,7 +111,15 @@ export async function applyDelta(
 ): Promise<DeltaReport> {
   const started = Date.now();
   // The mirror files of the partitions the delta touches are held against the monolith, even when it already holds the delta.
-  const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), ...publish } = options;
+  const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), memoryBudget: budget, ...rest } = options;
+  const guard = new MemoryGuard(memoryBudget(budget));
+  const publish: PublishOptions = {
+    ...rest,
+    monolithBytes: (bytes) => {
+      guard.indexRead(describeScope(scope), bytes);
+      rest.monolithBytes?.(bytes);
+    },
+  };
   const mirrors = new Set([...mirrorKeys].map(partitionOf).filter((p): p is string => p !== undefined));
   const partitions = typeof changes === 'function' && options.mirrorKeys === undefined ? undefined : mirrors;
   const given = typeof changes === 'function' ? undefined : changes;
@@ -129,8 +145,10 @@ export async function applyDelta(
       if (read && [...effective.keys()].some((rel) => !read.has(partitionOf(rel)!)))
         return { facts: { ...noPlan(live), outsideRead: true } };
     }
-    effective = await withStaleEventsChecked(store, scope, live.index, effective, resolved.observed);
-    const applied = applyChanges(live.index, effective);
+    // An orphan file is listed by this write: what it held is read back in, as a heal adopts it, not overwritten.
+    const base = await withOrphansAdopted(store, scope, live.index, live.shards?.adoptable, effective);
+    effective = await withStaleEventsChecked(store, scope, base, effective, resolved.observed);
+    const applied = applyChanges(base, effective);
     const facts: DeltaFacts = { noIndex: false, offered: resolved.changes.size, unshardable, refusedKeys, applied, resolved };
     // Entries already true, but a layout left half way (an unfinished shard publish) is finished all the same.
     if (applied.index === live.index) return { index: live.pending ? live.index : undefined, facts };
@@ -188,6 +206,42 @@ function refusedCreations(changes: ReadonlyMap<string, ObjectChange>): string[] 
     .filter(([rel, c]) => c.kind === 'created' && isRefusedKey(rel))
     .map(([rel]) => rel)
     .sort();
+}
+
+/**
+ * The index with the entries of orphan partition files (see `ShardState.adoptable`) whose object S3 holds:
+ * of the same size, as they were (client fields kept); of another size, resized (`resizedEntry`). A key the
+ * delta changes is left to its change, which applies to the orphan's entry as to any other.
+ */
+async function withOrphansAdopted(
+  store: S3Store,
+  scope: IndexScope,
+  index: DatastoreIndex,
+  adoptable: ReadonlyMap<string, IndexEntry> | undefined,
+  changes: ReadonlyMap<string, ObjectChange>,
+): Promise<DatastoreIndex> {
+  // Only keys a heal would index: a file is no authority on what may be an entry.
+  const orphaned = [...(adoptable ?? [])].filter(
+    ([rel]) => !index.entries.has(rel) && partitionOf(rel) !== undefined && !isInternalKey(rel) && !isRefusedKey(rel),
+  );
+  if (orphaned.length === 0) return index;
+  const observed = await observeKeys(
+    store,
+    scope,
+    orphaned.filter(([rel]) => !changes.has(rel)).map(([rel]) => rel),
+  );
+  const adopted = cloneIndex(index);
+  for (const [rel, entry] of orphaned) {
+    if (changes.has(rel)) {
+      adopted.entries.set(rel, entry);
+      continue;
+    }
+    const now = observed.get(rel);
+    if (now?.kind !== 'created') continue;
+    const size = now.size ?? 0;
+    adopted.entries.set(rel, entry.size === size ? entry : resizedEntry(entry, { size, lastModified: now.eventTime }));
+  }
+  return adopted;
 }
 
 /**

@@ -81,9 +81,13 @@ export class IndexTooLargeError extends IndexerError {
     readonly objects: number,
     /** The memory the heal had, as said to the user: "1024 MiB of function memory". */
     readonly memory: string,
+    /** The size of the index that was not read, when that is what stopped it (an event's delta reads no listing). */
+    readonly indexBytes?: number,
   ) {
     super(
-      `${scope} is too large to heal in ${memory}: stopped at ${objects} objects, before memory ran out; nothing was written`,
+      indexBytes === undefined
+        ? `${scope} is too large to heal in ${memory}: stopped at ${objects} objects, before memory ran out; nothing was written`
+        : `${scope} is too large to heal in ${memory}: stopped before reading its ${indexBytes}-byte index; nothing was written`,
       "Raise the DatastoreIndexer construct's memorySize prop (the Lambda), or give Node more heap, e.g. NODE_OPTIONS=--max-old-space-size=4096 (the command)",
     );
   }

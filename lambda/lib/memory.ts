@@ -98,6 +98,11 @@ export class MemoryGuard {
     this.check(scope, Math.max(objects, entries), bytes);
   }
 
+  /** Before an index of `bytes` bytes is read whole with no listing beside it (an event's delta on a monolith). */
+  indexRead(scope: string, bytes: number): void {
+    if (bytes * MEMORY_COST.readPerIndexByte > this.budget.bytes) throw new IndexTooLargeError(scope, 0, this.budget.memory, bytes);
+  }
+
   /** The listing, and an index of as many entries built and written from it: what any heal of it holds. */
   private listingBytes(): number {
     return this.objects * (MEMORY_COST.listed + MEMORY_COST.written);

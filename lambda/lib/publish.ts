@@ -50,6 +50,8 @@ export interface PublishOptions {
    * (see `WriteHooks.beforeRecord`): the Lambda queues the finish of its own publish here. A throw stops the publish.
    */
   readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
+  /** Called with the monolith's size before each read downloads it (see `ReadOptions.monolithBytes`). */
+  readonly monolithBytes?: (bytes: number) => void;
   /** Makes every read of the index instead of `readLiveIndex` (a heal's chunk reads its partitions alone, also after a lost race). */
   readonly read?: () => Promise<LiveIndex>;
   readonly onEvent?: (event: PublishEvent) => void;
@@ -158,9 +160,9 @@ class Publication<F> {
 
   read(known?: KnownIndex): Promise<LiveIndex> {
     if (this.options.read) return this.options.read();
-    const { shardPartitions, mirrors } = this.options;
+    const { shardPartitions, mirrors, monolithBytes } = this.options;
     const partitions = this.whole ? undefined : this.options.partitions;
-    return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known, partitions });
+    return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known, partitions, monolithBytes });
   }
 
   /** A read sent now and used later; a failure surfaces only where it is awaited. */

@@ -40,6 +40,8 @@ export type WriteResult = { readonly status: 'written'; readonly etag: string } 
 export interface GetOptions {
   readonly ifNoneMatch?: string;
   readonly abortSignal?: AbortSignal;
+  /** Called with the object's size before its body is read; a throw stops the read and is the one thrown. */
+  readonly beforeBody?: (bytes: number) => void;
 }
 
 /** Options of a listing. */
@@ -140,6 +142,15 @@ export class S3Store {
         new GetObjectCommand({ Bucket: this.bucket, Key: key, IfNoneMatch: options.ifNoneMatch ? `"${options.ifNoneMatch}"` : undefined }),
         options.abortSignal ? { abortSignal: options.abortSignal } : undefined,
       );
+      if (options.beforeBody) {
+        try {
+          options.beforeBody(out.ContentLength ?? 0);
+        } catch (err) {
+          // The body is left unread: closed, so its connection is not held open.
+          (out.Body as { destroy?: () => void } | undefined)?.destroy?.();
+          throw err;
+        }
+      }
       // A view of the bytes the SDK collected, not a copy: an index can be a hundred megabytes.
       const bytes = await out.Body!.transformToByteArray();
       const body = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

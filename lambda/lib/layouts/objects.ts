@@ -1,5 +1,5 @@
 /** Reads and writes of single index objects: speculative reads, write conditions, and writes that adopt what they find. */
-import type { S3Store, StoredObject, WriteCondition } from '../s3';
+import type { GetOptions, S3Store, StoredObject, WriteCondition } from '../s3';
 
 /** A read started before it is known to be needed: dropped, it is aborted and its failure ignored. */
 export interface SpeculativeRead {
@@ -8,7 +8,7 @@ export interface SpeculativeRead {
 }
 
 /** Starts a read that may be dropped (aborted) once it turns out not to be needed. */
-export function speculativeGet(store: S3Store, key: string, options: { readonly ifNoneMatch?: string }): SpeculativeRead {
+export function speculativeGet(store: S3Store, key: string, options: Omit<GetOptions, 'abortSignal'>): SpeculativeRead {
   const controller = new AbortController();
   const result = store.get(key, { ...options, abortSignal: controller.signal });
   // Handled here so a dropped read never surfaces as an unhandled rejection; a used one is awaited and throws there.

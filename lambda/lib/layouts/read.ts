@@ -27,6 +27,8 @@ export interface ReadOptions {
    * whole index is read instead where a partial read cannot be written safely, or a listing saw the files.
    */
   readonly partitions?: ReadonlySet<string>;
+  /** Called with the monolith's size before it is downloaded: a throw (e.g. `IndexTooLargeError`) stops the read. */
+  readonly monolithBytes?: (bytes: number) => void;
 }
 
 /** Scopes remembered per store, at most: enough for every root and namespace a process serves. */
@@ -55,7 +57,7 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const key = indexKeyOf(scope);
   const metaKey = manifestKeyOf(scope);
   // Still the version we wrote (same ETag): not downloaded (a conditional read) or at least not parsed again.
-  const indexOptions = known ? { ifNoneMatch: known.etag } : {};
+  const indexOptions = { ifNoneMatch: known?.etag, beforeBody: options.monolithBytes };
   // The monolith is read alongside the manifest (one round trip, not two); when the manifest says
   // shard-first it is aborted, so a stale monolith is not downloaded. A scope last seen shard-first would
   // waste that read: it starts only once the manifest says it is needed (a wrong hint costs a round trip).
@@ -118,10 +120,10 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
         options.partitions && !shardPartitions
           ? await readShardsPartially(store, scope, read.meta, metaObject, options.partitions)
           : undefined;
-      return (
-        partial ??
-        (await readShards(store, scope, read.meta, metaObject, new Set([...listed].filter((p) => !read.meta.partitions.includes(p)))))
-      );
+      if (partial) return partial;
+      // Without a listing, the unlisted files a delta touches are the orphans it can see: read, their entries can be adopted.
+      const candidates = shardPartitions ? listed : (options.partitions ?? listed);
+      return readShards(store, scope, read.meta, metaObject, new Set([...candidates].filter((p) => !read.meta.partitions.includes(p))));
     } else if (read?.kind === 'v1') {
       const files = new Set([...read.meta.partitions, ...listed]);
       layout = { layout: 'dual-write', mirror: { meta: read.meta, files, metaEtag: metaObject?.etag } };

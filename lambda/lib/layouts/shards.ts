@@ -9,23 +9,29 @@ import type { ShardMeta } from './manifest';
 import { conditionFor, putAdopting } from './objects';
 import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteHooks } from './types';
 
-/** Reads the partition files a manifest lists (and orphans a listing saw) into one index, as clients merge them. */
+/**
+ * Reads the partition files a manifest lists (and `candidates` it does not: those that exist are orphans) into
+ * one index, as clients merge them.
+ */
 export async function readShards(
   store: S3Store,
   scope: IndexScope,
   meta: ShardMeta,
   metaObject: StoredObject,
-  orphans: ReadonlySet<string>,
+  candidates: ReadonlySet<string>,
 ): Promise<LiveIndex> {
   const index = emptyIndex();
   const shardEtags = new Map<string, string>();
   const byPartition = new Map<string, Map<string, IndexEntry>>();
-  const all = [...meta.partitions, ...orphans];
+  const listed = new Set(meta.partitions);
+  const all = [...meta.partitions, ...[...candidates].filter((p) => !listed.has(p))];
   const [intent, objects] = await Promise.all([
     store.head(publishRecordKey(scope)),
     Promise.all(all.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const)),
   ]);
-  const missing = new Set(objects.filter(([, object]) => !object).map(([partition]) => partition));
+  // A candidate with no file is no orphan, and not missing either: no client was told to read it.
+  const missing = new Set(objects.filter(([p, object]) => !object && listed.has(p)).map(([partition]) => partition));
+  const orphans = new Set(objects.filter(([p, object]) => object && !listed.has(p)).map(([partition]) => partition));
   const adoptable = new Map<string, IndexEntry>();
   const shards: ShardState = {
     meta,
@@ -91,8 +97,9 @@ export function shardPending(found: ShardFindings): string | undefined {
 /**
  * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags, and
  * the publish record. Undefined when that is not enough to write safely, and the whole index must be read:
- * an earlier publish left its record, a touched file does not parse, or one exists that the manifest does
- * not list (an orphan is adopted only by what reads every file).
+ * an earlier publish left its record, a touched file does not parse, one exists that the manifest does
+ * not list (an orphan is adopted only by what reads every file), or one holds an entry of a partition not
+ * read (clients merge every file, so the entry counts wherever it is filed; a write moves it to its own).
  */
 export async function readShardsPartially(
   store: S3Store,
@@ -123,6 +130,8 @@ export async function readShardsPartially(
     if (!listed.has(partition)) return undefined;
     const parsed = parseIndex(object.body);
     if (!parsed.ok) return undefined;
+    // An entry filed in a partition not read would be moved to its own file on write, and that file is unread.
+    for (const k of parsed.index.entries.keys()) if (!partitions.has(partitionOf(k) ?? partition)) return undefined;
     shardEtags.set(partition, object.etag);
     if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
     for (const [k, entry] of parsed.index.entries) {
@@ -159,6 +168,19 @@ export async function writeShards(
 ): Promise<IndexWriteResult> {
   const shards = live.shards!;
   const grouped = groupByPartition(next.entries);
+  let placed = 0;
+  for (const entries of grouped.values()) placed += entries.size;
+  // A key no partition takes has no file of its own: it stays in the file it was read from, where clients see it.
+  if (placed < next.entries.size) {
+    for (const [partition, entries] of shards.byPartition) {
+      for (const key of entries.keys()) {
+        const entry = partitionOf(key) === undefined ? next.entries.get(key) : undefined;
+        if (!entry) continue;
+        const group = grouped.get(partition) ?? new Map<string, IndexEntry>();
+        grouped.set(partition, group.set(key, entry));
+      }
+    }
+  }
   const partitions = new Set([...shards.meta.partitions, ...shards.orphans, ...grouped.keys()]);
   const { partial } = shards;
   // A partition not read has no entries here: written, it would be emptied.
