@@ -141,7 +141,7 @@ export function serializePartitionFile(entries: ReadonlyMap<string, IndexEntry>)
 /** A string JSON writes as itself between quotes, in ASCII: no quote, backslash, control or non-ASCII character. */
 const PLAIN_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-/** The fixed text around a plain entry's key, key, size and time, as bytes. */
+/** The fixed text around a plain entry's key (twice), size and time, as bytes. */
 const PLAIN_PARTS = ['"', '":{"key":"', '","size":', ',"lastModified":"', '"}'].map((text) => Buffer.from(text, 'latin1'));
 
 /** Their length, and a comma's. */

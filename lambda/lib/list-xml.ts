@@ -4,7 +4,7 @@
  * recognise makes it answer undefined, and the caller lets
  * the SDK parse the page instead: an unusual answer costs speed, never correctness.
  *
- * Every string it returns is a fresh copy of its bytes, never a slice of the page's text, so an index
+ * It reads the page's bytes: only the fields it returns become strings, each a fresh copy, so an index
  * that keeps a million keys does not also keep the thousand pages they came from.
  *
  * Listings ask for `encoding-type=url`: XML 1.0 cannot carry some characters a key may hold, and its
