@@ -138,6 +138,17 @@ export function serializePartitionFile(entries: ReadonlyMap<string, IndexEntry>)
   return serializeEntries({ version: 1 }, { entries, extra: {} });
 }
 
+/** A string JSON writes as itself between quotes, in ASCII: no quote, backslash, control or non-ASCII character. */
+const PLAIN_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/** The fixed text around a plain entry's key (twice), size and time, as bytes. */
+const PLAIN_PARTS = ['"', '":{"key":"', '","size":', ',"lastModified":"', '"}'].map((text) => Buffer.from(text, 'latin1'));
+
+/** Their length, and a comma's. */
+const PLAIN_OVERHEAD = PLAIN_PARTS.reduce((sum, part) => sum + part.length, 1);
+
+const COMMA = 0x2c;
+
 /** `head` with an `entries` object after its fields, into one buffer (see `serializeIndex`). */
 function serializeEntries(
   head: Record<string, unknown>,
@@ -145,39 +156,51 @@ function serializeEntries(
 ): Buffer {
   let out = Buffer.allocUnsafe(estimatedLength(index));
   let used = 0;
-  let pending: string[] = [];
-  let entriesPending = 0;
-  let entriesWritten = 0;
+  let written = 0;
   const total = index.entries.size;
-  const write = (text: string): void => {
-    const length = Buffer.byteLength(text, 'utf8');
-    entriesWritten += entriesPending;
-    entriesPending = 0;
-    if (used + length <= out.length) {
-      used += out.write(text, used, 'utf8');
-      return;
-    }
-    // Resized for all entries at the length per entry seen so far, with a little room.
-    const perEntry = (used + length) / Math.max(1, entriesWritten);
-    const size = Math.max(used + length + 1024, Math.ceil(perEntry * Math.max(total, entriesWritten) * 1.03) + 1024);
+  /** Makes room for `length` more bytes; the buffer is regrown for all entries at the length per entry seen so far, with a little room. */
+  const room = (length: number): void => {
+    if (used + length <= out.length) return;
+    const perEntry = (used + length) / Math.max(1, written);
+    const size = Math.max(used + length + 1024, Math.ceil(perEntry * Math.max(total, written) * 1.03) + 1024);
     const grown = Buffer.allocUnsafe(size);
     out.copy(grown, 0, 0, used);
     out = grown;
-    used += out.write(text, used, 'utf8');
   };
-  const flush = (): void => {
-    write(pending.join(''));
-    pending = [];
+  const text = (value: string): void => {
+    room(Buffer.byteLength(value, 'utf8'));
+    used += out.write(value, used, 'utf8');
   };
-  pending.push(jsonText(head)!.slice(0, -1), ',"entries":{');
+  /** Copies `bytes` (room made already) one by one: for a few bytes, cheaper than a call into the buffer's native code. */
+  const put = (bytes: Uint8Array): void => {
+    for (let i = 0; i < bytes.length; i++) out[used++] = bytes[i];
+  };
+  /** Copies ASCII `value` (room made already). */
+  const ascii = (value: string): void => {
+    used += out.write(value, used, 'latin1');
+  };
+  text(`${jsonText(head)!.slice(0, -1)},"entries":{`);
   let first = true;
   for (const [key, entry] of index.entries) {
-    pending.push(`${first ? '' : ','}${entryJson(key, entry)}`);
+    // The usual entry is written by hand, without JSON.stringify: its texts need no escaping.
+    if (isPlainEntry(key, entry) && PLAIN_TEXT.test(key) && PLAIN_TEXT.test(entry.lastModified)) {
+      const size = String(entry.size);
+      room(2 * key.length + size.length + entry.lastModified.length + PLAIN_OVERHEAD);
+      if (!first) out[used++] = COMMA;
+      put(PLAIN_PARTS[0]);
+      ascii(key);
+      put(PLAIN_PARTS[1]);
+      ascii(key);
+      put(PLAIN_PARTS[2]);
+      for (let i = 0; i < size.length; i++) out[used++] = size.charCodeAt(i);
+      put(PLAIN_PARTS[3]);
+      ascii(entry.lastModified);
+      put(PLAIN_PARTS[4]);
+    } else text(`${first ? '' : ','}${entryJson(key, entry)}`);
     first = false;
-    if (++entriesPending === 2048) flush();
+    written++;
   }
-  pending.push('}}');
-  flush();
+  text('}}');
   // A buffer much larger than its content is cut to size; a little slack is not worth a copy.
   return used < out.length * 0.8 ? Buffer.from(out.subarray(0, used)) : out.subarray(0, used);
 }

@@ -4,15 +4,13 @@
  * recognise makes it answer undefined, and the caller lets
  * the SDK parse the page instead: an unusual answer costs speed, never correctness.
  *
- * Every string it returns is a fresh copy of its bytes, never a slice of the page's text, so an index
+ * It reads the page's bytes: only the fields it returns become strings, each a fresh copy, so an index
  * that keeps a million keys does not also keep the thousand pages they came from.
  *
  * Listings ask for `encoding-type=url`: XML 1.0 cannot carry some characters a key may hold, and its
  * parsers turn a CR into an LF, so a raw key can come back as another key. Keys and common prefixes of an
  * answer that says `<EncodingType>url</EncodingType>` are decoded here (`decodeUrlKey`).
  */
-
-import { isAscii } from 'node:buffer';
 
 /** One listed object, as S3 reports it; `lastModified` in `toISOString`'s form, `etag` without quotes. */
 export interface ListedEntry {
@@ -73,12 +71,12 @@ export function decodeUrlKey(text: string): string | undefined {
   }
 }
 
-/** The decimal value of `count` digits at `at` in `s`, or NaN. */
-function digits(s: string, at: number, count: number): number {
+/** The decimal value of `count` ASCII digits at `at` in `b`, or NaN. */
+function digits(b: Uint8Array, at: number, count: number): number {
   if (count < 1) return NaN;
   let value = 0;
   for (let i = at; i < at + count; i++) {
-    const c = s.charCodeAt(i) - 48;
+    const c = b[i] - 48;
     if (c < 0 || c > 9) return NaN;
     value = value * 10 + c;
   }
@@ -88,23 +86,38 @@ function digits(s: string, at: number, count: number): number {
 const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const isLeap = (year: number): boolean => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
 
-/** Milliseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.fff]Z` at `at` in `s`, read digit by digit; NaN for any other form. */
-function parseIsoTime(s: string, at: number, end: number): number {
+const DASH = 0x2d;
+const COLON = 0x3a;
+const DOT = 0x2e;
+const LT = 0x3c;
+const GT = 0x3e;
+const SLASH = 0x2f;
+const AMP = 0x26;
+
+/** Milliseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.fff]Z` at `at` in `b`, read digit by digit; NaN for any other form. */
+function parseIsoTime(b: Uint8Array, at: number, end: number): number {
   const length = end - at;
   if (length !== 20 && length !== 24) return NaN;
-  if (s[at + 4] !== '-' || s[at + 7] !== '-' || s[at + 10] !== 'T' || s[at + 13] !== ':' || s[at + 16] !== ':' || s[end - 1] !== 'Z')
+  if (
+    b[at + 4] !== DASH ||
+    b[at + 7] !== DASH ||
+    b[at + 10] !== 0x54 ||
+    b[at + 13] !== COLON ||
+    b[at + 16] !== COLON ||
+    b[end - 1] !== 0x5a
+  )
     return NaN;
-  if (length === 24 && s[at + 19] !== '.') return NaN;
-  const month = digits(s, at + 5, 2);
-  const day = digits(s, at + 8, 2);
-  const hour = digits(s, at + 11, 2);
-  const minute = digits(s, at + 14, 2);
-  const second = digits(s, at + 17, 2);
-  const year = digits(s, at, 4);
+  if (length === 24 && b[at + 19] !== DOT) return NaN;
+  const month = digits(b, at + 5, 2);
+  const day = digits(b, at + 8, 2);
+  const hour = digits(b, at + 11, 2);
+  const minute = digits(b, at + 14, 2);
+  const second = digits(b, at + 17, 2);
+  const year = digits(b, at, 4);
   // Only dates that survive the round trip: Date.UTC reads years below 100 as 19xx and rolls 31 April over.
   const days = MONTH_DAYS[month - 1] - (month === 2 && !isLeap(year) ? 1 : 0);
   if (!(year >= 1000 && month >= 1 && month <= 12 && day >= 1 && day <= days && hour <= 23 && minute <= 59 && second <= 59)) return NaN;
-  const ms = length === 24 ? digits(s, at + 20, 3) : 0;
+  const ms = length === 24 ? digits(b, at + 20, 3) : 0;
   return Date.UTC(year, month - 1, day, hour, minute, second, ms);
 }
 
@@ -140,32 +153,49 @@ export function isoTime(date: Date): string {
   return keptIso(ms) ?? keepIso(ms, date.toISOString());
 }
 
-/** An element's open and close tags, built once. */
+/** An element's open and close tags as bytes, built once. */
 interface Tag {
-  readonly open: string;
-  readonly close: string;
+  readonly open: Buffer;
+  readonly close: Buffer;
 }
 
-const tag = (name: string): Tag => ({ open: `<${name}>`, close: `</${name}>` });
+const tag = (name: string): Tag => ({ open: Buffer.from(`<${name}>`, 'latin1'), close: Buffer.from(`</${name}>`, 'latin1') });
 const KEY = tag('Key');
 const SIZE = tag('Size');
 const LAST_MODIFIED = tag('LastModified');
 const ETAG = tag('ETag');
 const PREFIX = tag('Prefix');
-const CONTENTS_CLOSE = '</Contents>';
+const CONTENTS = tag('Contents');
+const ROOT_CLOSE = Buffer.from('</ListBucketResult>', 'latin1');
+const QUOT = Buffer.from('&quot;', 'latin1');
 
-/** One page being read: `xml` is its bytes seen one character per byte, so offsets in it are byte offsets. */
+/** True when `pattern` is at `at` in `b`. */
+function bytesAt(b: Uint8Array, pattern: Uint8Array, at: number): boolean {
+  if (at < 0 || at + pattern.length > b.length) return false;
+  for (let i = 0; i < pattern.length; i++) if (b[at + i] !== pattern[i]) return false;
+  return true;
+}
+
+/**
+ * The first `pattern` starting in `from`..`to` of `b`, or -1. Searched here rather than with
+ * `Buffer.indexOf`: the spans inside one object are short, and a native call costs more than the search.
+ */
+function indexIn(b: Uint8Array, pattern: Uint8Array, from: number, to: number): number {
+  const first = pattern[0];
+  const last = Math.min(to, b.length - pattern.length + 1);
+  for (let i = from; i < last; i++) if (b[i] === first && bytesAt(b, pattern, i)) return i;
+  return -1;
+}
+
+/**
+ * One page being read from its bytes, with offsets into them. Nothing turns the whole page into a
+ * string: only the fields kept are decoded, each on its own.
+ */
 class PageReader {
-  readonly xml: string;
-  private readonly encoding: 'latin1' | 'utf8';
-
   /** Set when the answer says its keys are URL-encoded. */
   urlEncoded = false;
 
-  constructor(private readonly bytes: Buffer) {
-    this.xml = bytes.toString('latin1');
-    this.encoding = isAscii(bytes) ? 'latin1' : 'utf8';
-  }
+  constructor(readonly bytes: Buffer) {}
 
   /** A key or prefix as listed: decoded when the answer is URL-encoded. */
   keyText(text: string): string {
@@ -177,9 +207,17 @@ class PageReader {
 
   /** The decoded text of bytes `from`..`to`, which must hold no markup; a copy, not a slice. */
   text(from: number, to: number): string {
-    const markup = this.xml.indexOf('<', from);
-    if (markup >= 0 && markup < to) throw new Unrecognised('markup inside a text element');
-    return decode(this.bytes.toString(this.encoding, from, to));
+    const b = this.bytes;
+    let amp = false;
+    let ascii = true;
+    for (let i = from; i < to; i++) {
+      const c = b[i];
+      if (c === LT) throw new Unrecognised('markup inside a text element');
+      if (c === AMP) amp = true;
+      else if (c > 0x7f) ascii = false;
+    }
+    const text = b.toString(ascii ? 'latin1' : 'utf8', from, to);
+    return amp ? decode(text) : text;
   }
 
   /** Where the text of the last element `find` found starts and ends. */
@@ -188,11 +226,11 @@ class PageReader {
 
   /** Finds the first `<tag>…</tag>` between `from` and `to`, setting `start` and `end` to its text; false when absent. */
   private find({ open, close }: Tag, from: number, to: number): boolean {
-    const at = this.xml.indexOf(open, from);
-    if (at < 0 || at >= to) return false;
+    const at = indexIn(this.bytes, open, from, to);
+    if (at < 0) return false;
     this.start = at + open.length;
-    this.end = this.xml.indexOf(close, this.start);
-    if (this.end < 0 || this.end > to) throw new Unrecognised(`unclosed ${open}`);
+    this.end = indexIn(this.bytes, close, this.start, to);
+    if (this.end < 0) throw new Unrecognised(`unclosed ${open.toString('latin1')}`);
     return true;
   }
 
@@ -203,9 +241,12 @@ class PageReader {
 
   /** An ETag without its quotes (as `unquoteEtag` in s3.ts); S3 sends them as `&quot;`, cut out directly. */
   private etagOf(from: number, to: number): string {
-    if (!this.find(ETAG, from, to)) return '';
-    const { start, end } = this;
-    if (end - start > 12 && this.xml.startsWith('&quot;', start) && this.xml.startsWith('&quot;', end - 6)) {
+    return this.find(ETAG, from, to) ? this.etagAt(this.start, this.end) : '';
+  }
+
+  /** The ETag whose text is bytes `start`..`end`, without its quotes. */
+  private etagAt(start: number, end: number): string {
+    if (end - start > 12 && bytesAt(this.bytes, QUOT, start) && bytesAt(this.bytes, QUOT, end - 6)) {
       const inner = this.text(start + 6, end - 6);
       if (!inner.includes('"')) return inner;
     }
@@ -219,8 +260,12 @@ class PageReader {
    */
   private time(from: number, to: number): string {
     if (!this.find(LAST_MODIFIED, from, to)) throw new Unrecognised('a <Contents> without <LastModified>');
-    const { start, end } = this;
-    const ms = parseIsoTime(this.xml, start, end);
+    return this.timeAt(this.start, this.end);
+  }
+
+  /** The timestamp whose text is bytes `start`..`end` (see `time`). */
+  private timeAt(start: number, end: number): string {
+    const ms = parseIsoTime(this.bytes, start, end);
     if (Number.isNaN(ms)) {
       const date = new Date(this.text(start, end));
       if (Number.isNaN(date.getTime())) throw new Unrecognised('a <LastModified> it cannot read');
@@ -232,7 +277,7 @@ class PageReader {
 
   object(from: number, to: number): ListedEntry {
     const key = this.textOf(KEY, from, to);
-    const size = this.find(SIZE, from, to) ? digits(this.xml, this.start, this.end - this.start) : NaN;
+    const size = this.find(SIZE, from, to) ? digits(this.bytes, this.start, this.end - this.start) : NaN;
     const lastModified = this.time(from, to);
     if (!key || !Number.isSafeInteger(size)) {
       throw new Unrecognised('a <Contents> without a usable Key, Size or LastModified');
@@ -240,11 +285,88 @@ class PageReader {
     return { key: this.keyText(key), size, lastModified, etag: this.etagOf(from, to) };
   }
 
+  /**
+   * The `<Contents>` whose children start at `from`, read in one pass when its children are flat
+   * elements, each field at most once (as S3 writes them); its end (the offset of `</Contents>`) is left
+   * in `end`. Undefined for any other shape, which `object` then reads field by field.
+   */
+  flatObject(from: number): ListedEntry | undefined {
+    const b = this.bytes;
+    const length = b.length;
+    let key = -1;
+    let size = -1;
+    let time = -1;
+    let etag = -1;
+    let keyEnd = 0;
+    let sizeEnd = 0;
+    let timeEnd = 0;
+    let etagEnd = 0;
+    let i = from;
+    for (;;) {
+      while (i < length && b[i] !== LT) i++;
+      if (i + 1 >= length) return undefined;
+      if (b[i + 1] === SLASH) {
+        if (!bytesAt(b, CONTENTS.close, i)) return undefined;
+        break;
+      }
+      const name = i + 1;
+      let gt = name;
+      while (gt < length && b[gt] !== GT && b[gt] !== LT) gt++;
+      if (gt >= length || b[gt] !== GT || b[gt - 1] === SLASH) return undefined;
+      const nameLength = gt - name;
+      const start = gt + 1;
+      let end = start;
+      while (end < length && b[end] !== LT) end++;
+      // Nested markup, or a close tag of another name: not the flat shape.
+      if (end + nameLength + 3 > length || b[end + 1] !== SLASH || b[end + 2 + nameLength] !== GT) return undefined;
+      for (let j = 0; j < nameLength; j++) if (b[end + 2 + j] !== b[name + j]) return undefined;
+      if (nameLength === 3 && bytesAt(b, KEY.open, i)) {
+        if (key >= 0) return undefined;
+        key = start;
+        keyEnd = end;
+      } else if (nameLength === 4 && bytesAt(b, SIZE.open, i)) {
+        if (size >= 0) return undefined;
+        size = start;
+        sizeEnd = end;
+      } else if (nameLength === 12 && bytesAt(b, LAST_MODIFIED.open, i)) {
+        if (time >= 0) return undefined;
+        time = start;
+        timeEnd = end;
+      } else if (nameLength === 4 && bytesAt(b, ETAG.open, i)) {
+        if (etag >= 0) return undefined;
+        etag = start;
+        etagEnd = end;
+      }
+      i = end + nameLength + 3;
+    }
+    this.end = i;
+    if (time < 0) throw new Unrecognised('a <Contents> without <LastModified>');
+    const keyText = key >= 0 ? this.text(key, keyEnd) : undefined;
+    const sizeValue = size >= 0 ? digits(b, size, sizeEnd - size) : NaN;
+    const lastModified = this.timeAt(time, timeEnd);
+    if (!keyText || !Number.isSafeInteger(sizeValue)) {
+      throw new Unrecognised('a <Contents> without a usable Key, Size or LastModified');
+    }
+    return { key: this.keyText(keyText), size: sizeValue, lastModified, etag: etag >= 0 ? this.etagAt(etag, etagEnd) : '' };
+  }
+
+  /** Where the last `flatObject` ended. */
+  objectEnd(): number {
+    return this.end;
+  }
+
   /** The index of `</name>` at or after `from`. */
   closeOf(name: string, from: number): number {
-    const close = this.xml.indexOf(name === 'Contents' ? CONTENTS_CLOSE : `</${name}>`, from);
+    const close = this.bytes.indexOf(name === 'Contents' ? CONTENTS.close : `</${name}>`, from, 'latin1');
     if (close < 0) throw new Unrecognised(`unclosed <${name}>`);
     return close;
+  }
+
+  /** The index of the first `byte` at or after `from`, or -1. */
+  next(byte: number, from: number): number {
+    const b = this.bytes;
+    for (let i = from; i < b.length; i++) if (b[i] === byte) return i;
+    return -1;
   }
 }
 
@@ -257,25 +379,33 @@ export function parseListObjectsV2(body: Uint8Array | string): ListObjectsPage |
   // XML parsers turn CR LF and lone CR into LF before anything else; so does the SDK.
   if (bytes.includes(0x0d)) bytes = Buffer.from(bytes.toString('utf8').replace(/\r\n?/g, '\n'), 'utf8');
   const page = new PageReader(bytes);
-  const { xml } = page;
   try {
-    const rootOpen = xml.indexOf('<ListBucketResult');
-    if (rootOpen < 0 || xml.includes('<![CDATA[') || xml.includes('<!--')) return undefined;
-    let at = xml.indexOf('>', rootOpen) + 1;
-    if (at <= 0 || xml[at - 2] === '/') return undefined;
+    const rootOpen = bytes.indexOf('<ListBucketResult');
+    if (rootOpen < 0 || bytes.includes('<![CDATA[') || bytes.includes('<!--')) return undefined;
+    let at = page.next(GT, rootOpen) + 1;
+    if (at <= 0 || bytes[at - 2] === SLASH) return undefined;
     // Known before the first key: stores write <EncodingType> before or after the objects.
-    page.urlEncoded = xml.includes('<EncodingType>url</EncodingType>');
+    page.urlEncoded = bytes.includes('<EncodingType>url</EncodingType>');
     const objects: ListedEntry[] = [];
     const prefixes: string[] = [];
     let isTruncated: boolean | undefined;
     let nextContinuationToken: string | undefined;
     for (;;) {
-      const open = xml.indexOf('<', at);
+      const open = page.next(LT, at);
       if (open < 0) return undefined;
-      if (xml.startsWith('</ListBucketResult>', open)) break;
-      const nameEnd = xml.indexOf('>', open);
+      if (bytesAt(bytes, ROOT_CLOSE, open)) break;
+      // The usual element, told without making a string of its name.
+      if (bytesAt(bytes, CONTENTS.open, open)) {
+        const inner = open + CONTENTS.open.length;
+        const flat = page.flatObject(inner);
+        const close = flat ? page.objectEnd() : page.closeOf('Contents', inner);
+        objects.push(flat ?? page.object(inner, close));
+        at = close + CONTENTS.close.length;
+        continue;
+      }
+      const nameEnd = page.next(GT, open);
       if (nameEnd < 0) return undefined;
-      const name = xml.slice(open + 1, nameEnd);
+      const name = bytes.toString('latin1', open + 1, nameEnd);
       if (name.endsWith('/')) {
         at = nameEnd + 1;
         continue;

@@ -71,6 +71,24 @@ describe('parseListObjectsV2', () => {
     expect(isoTime(new Date(Date.UTC(2031, 0, 2, 3, 4, 5, 6)))).toBe('2031-01-02T03:04:05.006Z');
   });
 
+  it('reads objects of other shapes field by field: spaces between children, an empty child, a field twice (the first counts), raw quotes', () => {
+    const xml = page(
+      contents('p/a').replace(/></g, '>\n  <') +
+        contents('p/b', '<Owner/>') +
+        contents('p/c').replace('</Key>', '</Key><Key>p/other</Key>') +
+        contents('p/d').replace('&quot;9f86d0&quot;', '"9f86d0"') +
+        contents('p/e').replace('<ETag>&quot;9f86d0&quot;</ETag>', ''),
+    );
+    const objects = parseListObjectsV2(xml)!.objects;
+    expect(objects.map((o) => [o.key, o.size, o.lastModified, o.etag])).toEqual([
+      ['p/a', 5321, '2026-05-04T15:20:00.000Z', '9f86d0'],
+      ['p/b', 5321, '2026-05-04T15:20:00.000Z', '9f86d0'],
+      ['p/c', 5321, '2026-05-04T15:20:00.000Z', '9f86d0'],
+      ['p/d', 5321, '2026-05-04T15:20:00.000Z', '9f86d0'],
+      ['p/e', 5321, '2026-05-04T15:20:00.000Z', ''],
+    ]);
+  });
+
   it('reads an empty listing', () => {
     expect(parseListObjectsV2(page(''))).toEqual({ objects: [], prefixes: [], isTruncated: false, nextContinuationToken: undefined });
   });
