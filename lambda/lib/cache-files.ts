@@ -33,11 +33,15 @@ export function localFile(path: string): Stats | undefined {
   }
 }
 
-/** Whether `path` is a folder without entries; reads one entry at most, however large the folder. */
-export async function isEmptyFolder(path: string): Promise<boolean> {
+/**
+ * Whether `path` is a folder whose only entries, if any, are named in `besides`; reads a few entries at
+ * most, however large the folder.
+ */
+export async function holdsOnly(path: string, besides: readonly string[] = []): Promise<boolean> {
   const dir = await opendir(path);
   try {
-    return (await dir.read()) === null;
+    for (let entry = await dir.read(); entry !== null; entry = await dir.read()) if (!besides.includes(entry.name)) return false;
+    return true;
   } finally {
     await dir.close();
   }

@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import {
   cachePathOf,
   download,
-  isEmptyFolder,
+  holdsOnly,
   linkRefusal,
   localFile,
   madeDir,
@@ -20,7 +20,7 @@ import { CacheError, IndexerError, PublishConflictError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
-import { INDEX_KEY, scopeBase } from './names';
+import { CONTROL_DIR, INDEX_KEY, scopeBase } from './names';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 import type { S3Store } from './s3';
 
@@ -126,7 +126,9 @@ async function fill(
   cacheDir: string,
 ): Promise<HydrateReport> {
   // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
-  const startedEmpty = await isEmptyFolder(cacheDir);
+  // The control folder, never empty here since it holds our lock, does not count: no indexed key lands in it.
+  const control = CONTROL_DIR.slice(0, -1);
+  const startedEmpty = await holdsOnly(cacheDir, options.subdir?.split('/')[0] === control ? [] : [control]);
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
