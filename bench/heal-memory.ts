@@ -1,10 +1,13 @@
 /**
- * The peak RSS of a real parallel heal of a large root on the S3 model, each heal in a child process of
- * its own: an unindexed monolith root, and a shard-first root (healed partition by partition), whose
- * partition files are then checked against the listing.
+ * The peak RSS of a real parallel heal of a large root on the S3 model, each heal in a child process of its
+ * own, bundled as the Lambda is: an unindexed monolith root, and a shard-first root (healed partition by
+ * partition), whose partition files are then checked against the listing.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { build } from 'esbuild';
 import type { ModelProcess } from './model';
 
 /** What the two heals measured; the JSON keys `npm run bench -- --json` prints. */
@@ -21,9 +24,26 @@ export interface HealMemory {
   readonly monolith: Record<string, number>;
 }
 
-/** Runs `bench/heal-child.ts` in a fresh process and returns its last line, JSON. */
-function healChild(args: string[]): Record<string, number> {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', join(__dirname, 'heal-child.ts'), ...args], {
+/**
+ * `bench/heal-child.ts` bundled by esbuild, as the Lambda ships: run through tsx, its peak would also hold
+ * tsx's loader thread and compile cache, which no shipped form carries.
+ */
+async function childBundle(dir: string): Promise<string> {
+  const outfile = join(dir, 'heal-child.js');
+  await build({
+    entryPoints: [join(__dirname, 'heal-child.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    logLevel: 'warning',
+  });
+  return outfile;
+}
+
+/** Runs the bundled `bench/heal-child.ts` in a fresh process and returns its last line, JSON. */
+function healChild(bundle: string, args: string[]): Record<string, number> {
+  const run = spawnSync(process.execPath, [bundle, ...args], {
     encoding: 'utf8',
     maxBuffer: 1 << 20,
   });
@@ -37,11 +57,19 @@ export async function healMemory(
   options: { readonly entries: number; readonly prefix: string; readonly parallelism: number; readonly log: (text: string) => void },
 ): Promise<HealMemory> {
   const { entries, prefix, parallelism, log } = options;
-  await model.seed('bench-large', { count: entries, prefix, layout: 'swamp' });
-  log(`s3-model: a parallel heal of an unindexed ${entries}-object monolith root in a child process, for its peak RSS`);
-  const monolith = healChild([model.endpoint, 'bench-large', prefix, String(parallelism), 'monolith']);
-  log(`s3-model: the same root made shard-first, healed partition by partition in a child process`);
-  const shardFirst = healChild([model.endpoint, 'bench-large', prefix, String(parallelism), 'shard-first']);
+  const dir = mkdtempSync(join(tmpdir(), 'heal-child-'));
+  let monolith: Record<string, number>;
+  let shardFirst: Record<string, number>;
+  try {
+    const bundle = await childBundle(dir);
+    await model.seed('bench-large', { count: entries, prefix, layout: 'swamp' });
+    log(`s3-model: a parallel heal of an unindexed ${entries}-object monolith root in a child process, for its peak RSS`);
+    monolith = healChild(bundle, [model.endpoint, 'bench-large', prefix, String(parallelism), 'monolith']);
+    log(`s3-model: the same root made shard-first, healed partition by partition in a child process`);
+    shardFirst = healChild(bundle, [model.endpoint, 'bench-large', prefix, String(parallelism), 'shard-first']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
   const line = (what: string, r: Record<string, number>): string =>
     `parallel heal of ${what} ${entries}-object root on the model (child process): ${r.seconds.toFixed(1)} s, ` +
     `peak RSS ${r.peakRssMb.toFixed(0)} MiB (${r.baselineRssMb.toFixed(0)} MiB before), ${r.requests} requests`;

@@ -122,7 +122,7 @@ export class PartitionHeal {
 
   /**
    * The listing has reached `pos`: partitions it has passed are judged, and a full chunk of changes is
-   * committed while the listing goes on; it waits only when another chunk is full behind that one.
+   * committed while the listing goes on; it waits while the next chunk is full before that commit ends.
    */
   async advance(pos: string): Promise<void> {
     for (const unit of [...this.open.values()]) if ([...unit.folders].every((f) => passed(f, pos))) this.close(unit, pos);
@@ -138,7 +138,7 @@ export class PartitionHeal {
           this.committing = false;
         });
     }
-    while (this.pendingCount >= 2 * chunk && this.committing) await this.flushing;
+    while (this.pendingCount >= chunk && this.committing) await this.flushing;
     this.rethrow();
   }
 

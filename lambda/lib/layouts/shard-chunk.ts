@@ -59,8 +59,9 @@ export async function readPartitionFile(store: S3Store, scope: IndexScope, parti
     const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag };
     return { entries: new Map(), etag: object.etag, lastModified: object.lastModified, bad };
   }
-  const entries = new Map<string, IndexEntry>();
-  for (const [k, entry] of parsed.index.entries) if (partitionOf(k) === partition) entries.set(k, entry);
+  // Filtered where it was parsed: a partition file can be the largest thing a heal by partitions holds.
+  const entries = parsed.index.entries;
+  for (const k of entries.keys()) if (partitionOf(k) !== partition) entries.delete(k);
   return { entries, etag: object.etag, lastModified: object.lastModified };
 }
 
@@ -85,13 +86,13 @@ export async function readShardChunk(store: S3Store, scope: IndexScope, partitio
   }
   const index = emptyIndex();
   const shardEtags = new Map<string, string>();
-  const byPartition = new Map<string, Map<string, IndexEntry>>();
+  const byPartition = new Map<string, ReadonlyMap<string, IndexEntry>>();
   const missing = new Set<string>();
   const parts: UnreadablePart[] = [];
   const listed = new Set(read.meta.partitions);
   let newer: string | undefined;
   for (const [partition, file] of files) {
-    byPartition.set(partition, new Map(file.entries));
+    byPartition.set(partition, file.entries);
     if (file.etag) shardEtags.set(partition, file.etag);
     else if (listed.has(partition)) missing.add(partition);
     if (file.bad) parts.push(file.bad);
