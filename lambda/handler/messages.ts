@@ -37,8 +37,6 @@ export interface FinishPublishRequest {
   readonly round: number;
   /** Heal from a listing even when the record is gone: the publish found an earlier one's shard-first record (see `PublishFinisher`). */
   readonly listing?: true;
-  /** When it was sent (ms since the epoch): a record written well after it is a later publish's. */
-  readonly sentAt?: number;
 }
 
 /** A message body the handler sent itself, or undefined when the body is not one. */
@@ -81,14 +79,7 @@ function finishRequestOf(value: unknown): FinishPublishRequest | undefined {
   const round = value.round === undefined ? 1 : value.round;
   if (typeof round !== 'number' || !Number.isInteger(round) || round < 1 || round > MAX_FINISH_ROUNDS) return undefined;
   if (value.listing !== undefined && value.listing !== true) return undefined;
-  if (value.sentAt !== undefined && !(typeof value.sentAt === 'number' && Number.isFinite(value.sentAt))) return undefined;
-  return {
-    prefix: value.prefix,
-    ...(namespace ? { namespace } : {}),
-    round,
-    ...(value.listing ? { listing: true as const } : {}),
-    ...(value.sentAt !== undefined ? { sentAt: value.sentAt } : {}),
-  };
+  return { prefix: value.prefix, ...(namespace ? { namespace } : {}), round, ...(value.listing ? { listing: true as const } : {}) };
 }
 
 /** Reads a parsed body as one of the handler's own messages. */
@@ -187,7 +178,6 @@ export class SelfQueue {
       namespace: scope.namespace,
       round,
       ...(listing ? { listing: true as const } : {}),
-      sentAt: Date.now(),
     };
     await this.sqs.send(
       new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify({ finishPublish: request }), DelaySeconds: delaySeconds }),

@@ -159,14 +159,10 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
   return false;
 }
 
-/** How much later than its finish was sent a publish record may be written and still be that publish's own. */
-const LIVE_RECORD_SLACK_MS = 5_000;
-
 /**
  * Finishes what a killed publish may have left half done: one HeadObject of the scope's publish record, and
  * nothing more when it is gone. A record left is healed from a listing under the lock, as `check` reports it
- * pending; a busy lock (the run still alive, or a client pushing), or a record written well after the finish
- * was sent, sends the next round after the delay.
+ * pending; a busy lock (the run still alive, or a client pushing) sends the next round after the delay.
  */
 async function finishPublish(
   rt: Runtime,
@@ -178,17 +174,7 @@ async function finishPublish(
   const { store, config, queue } = rt;
   if (request.namespace !== undefined && !isNamespaceListed(config, root, request.namespace)) return;
   const scope: IndexScope = request.namespace ? { root, namespace: request.namespace } : { root };
-  if (!request.listing) {
-    const record = await store.head(publishRecordKey(scope));
-    if (!record) return;
-    // A record written well after this finish was sent is a later publish's, most likely still running (a
-    // burst keeps one in flight): the next round looks again, rather than a heal from a listing now.
-    if (request.sentAt !== undefined && record.lastModified.getTime() > request.sentAt + LIVE_RECORD_SLACK_MS) {
-      if (queue && request.round < MAX_FINISH_ROUNDS) await queue.sendFinish(scope, request.round + 1, config.finishDelaySeconds);
-      else logger.warn('a publish record stayed; the schedule finishes the publish', { scope: describeScope(scope), round: request.round });
-      return;
-    }
-  }
+  if (!request.listing && !(await store.head(publishRecordKey(scope)))) return;
   // A message names the namespace: only one that exists is healed.
   if (scope.namespace !== undefined && !(await namespaceExists(store, root, scope.namespace))) {
     logger.warn('a finish names no namespace of the root; nothing written', { scope: describeScope(scope) });

@@ -242,7 +242,7 @@ describe('queueing a finish', () => {
     expect(JSON.stringify(repair.result)).toContain('"published":true');
     const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
     const finishes = (received.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}')).filter((b) => 'finishPublish' in b);
-    expect(finishes).toEqual([{ finishPublish: { prefix: 'dw', round: 1, sentAt: expect.any(Number) } }]);
+    expect(finishes).toEqual([{ finishPublish: { prefix: 'dw', round: 1 } }]);
     const order = counting.requests.map((r) => `${r.method} ${r.path}`);
     expect(order).toContain(recordOf('mo'));
     const firstSend = order.findIndex((r) => r.startsWith('POST '));
@@ -280,7 +280,7 @@ describe('a delta that meets an earlier publish record (shard-first)', () => {
     expect((await clientView(store, 'sf/', 'shard-first')).map((r) => r.key)).not.toContain('data/aws/lambda/f-1/1/raw');
     const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
     const finishes = (received.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}')).filter((b) => 'finishPublish' in b);
-    expect(finishes).toEqual([{ finishPublish: { prefix: 'sf', round: 1, listing: true, sentAt: expect.any(Number) } }]);
+    expect(finishes).toEqual([{ finishPublish: { prefix: 'sf', round: 1, listing: true } }]);
 
     // WHEN that finish arrives
     const finish = await invoke<BatchResponse>(lambda, sqsEventOf(finishes));
@@ -390,56 +390,11 @@ describe('a finish message', () => {
     );
     const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
     const next = (received.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}')).filter((b) => 'finishPublish' in b);
-    expect(next).toEqual([{ finishPublish: { prefix: 'h', round: 2, sentAt: expect.any(Number) } }]);
+    expect(next).toEqual([{ finishPublish: { prefix: 'h', round: 2 } }]);
     expect(await staleMirrors(store, 'h/')).toEqual(['files']);
 
     // WHEN the client has released the lock and round 2 arrives
     await deleteObject(store, `h/${LOCK_KEY}`);
-    const done = await invoke<BatchResponse>(lambda, sqsEventOf(next));
-
-    // THEN the mirror follows the monolith and the record is gone
-    expect(done.result.batchItemFailures).toEqual([]);
-    expect(await staleMirrors(store, 'h/')).toEqual([]);
-    expect(await readObject(store, publishRecordKey({ root: root(store.bucket) }))).toBeUndefined();
-  });
-
-  test('meeting a record written well after it was sent (a later publish, likely running), it sends its next round; that round finishes it', async () => {
-    // GIVEN a dual-write publish left half done (its record, a stale mirror file), its record written now
-    const store = await testStore({ bucketPrefix: 'finr' });
-    const entries = await dualWriteRoot(store, 'h', swampObjects(1));
-    await putObject(store, 'h/files/later.txt', 'pushed since');
-    const index = await readIndex(store, `h/${INDEX_KEY}`);
-    await putObject(
-      store,
-      `h/${INDEX_KEY}`,
-      JSON.stringify({
-        version: 1,
-        lastPulled: index!.lastPulled,
-        entries: Object.fromEntries([...entries, indexEntry('files/later.txt', { size: 12 })].map((e) => [e.key, e])),
-      }),
-    );
-    await putObject(store, publishRecordKey({ root: root(store.bucket) }), JSON.stringify({ partitions: ['files'] }));
-    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `q-${store.bucket}` }));
-    const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'h', s3: counting.endpoint, queueUrl: QueueUrl, finishDelaySeconds: '0' }),
-    );
-    counting.reset();
-
-    // WHEN a finish sent a minute before that record arrives
-    const early = await invoke<BatchResponse>(
-      lambda,
-      sqsEventOf([{ finishPublish: { prefix: 'h', round: 1, sentAt: Date.now() - 60_000 } }]),
-    );
-
-    // THEN it costs one HeadObject, and round 2 waits on the queue
-    expect(early.result.batchItemFailures).toEqual([]);
-    expect(counting.byOperation()).toEqual({ HeadObject: 1 });
-    const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
-    const next = (received.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}')).filter((b) => 'finishPublish' in b);
-    expect(next).toEqual([{ finishPublish: { prefix: 'h', round: 2, sentAt: expect.any(Number) } }]);
-    expect(await staleMirrors(store, 'h/')).toEqual(['files']);
-
-    // WHEN round 2, sent after the record, arrives and finds it still there
     const done = await invoke<BatchResponse>(lambda, sqsEventOf(next));
 
     // THEN the mirror follows the monolith and the record is gone
