@@ -136,6 +136,8 @@ class Publication<F> {
   readonly plans: F[] = [];
   /** Set after a lost race: what was planned on a part of the index is planned again on the whole. */
   private whole = false;
+  /** The publish record this publication wrote, left behind by a lost race until a later attempt ends it. */
+  private ownRecord?: string;
   private readonly keptEtags = new Set<string>();
   private readonly emit: (event: PublishEvent) => void;
   private readonly lockOptions: LockOptions;
@@ -284,6 +286,10 @@ class Publication<F> {
         this.emit({ event: 'mirror-failed', key, error });
       },
       beforeRecord: this.options.beforeRecord && ((earlier?: boolean) => this.options.beforeRecord!(this.scope, earlier)),
+      ownRecord: this.ownRecord,
+      onRecordWritten: (etag: string): void => {
+        this.ownRecord = etag;
+      },
     };
     let result: Awaited<ReturnType<typeof writeIndex>>;
     try {

@@ -124,6 +124,37 @@ describe('applyDelta on a shard-first root with many partitions', () => {
     expect(await listObjects(store, 's/_control/')).toEqual([]);
   });
 
+  it('a race lost after its record was written does not take that record, met again, for an earlier publish', async () => {
+    const store = await testStore();
+    const { scope, partitions } = await manyPartitions(store);
+    let raced = false;
+    // Another writer moves the manifest on just before ours is written: our conditional write loses.
+    const writer = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (raced || key !== 's/_index/_meta.json') return;
+        raced = true;
+        await putObject(store, 's/_index/_meta.json', JSON.stringify(shardMeta(partitions, 42)));
+      },
+    });
+    const earlier: (boolean | undefined)[] = [];
+
+    const report = await applyDelta(writer, scope, added, {
+      convergeRounds: 0,
+      beforeRecord: async (_scope, earlierRecord) => {
+        earlier.push(earlierRecord);
+      },
+    });
+
+    expect(raced).toBe(true);
+    // Its first write put the entry in the partition file before the manifest lost: the last plan finds it there.
+    expect(report).toMatchObject({ status: 'applied', published: true });
+    expect(report.conflicts).toBeGreaterThan(0);
+    expect(earlier.length).toBeGreaterThan(1);
+    expect(earlier).not.toContain(true);
+    expect((await readJson<ShardMeta>(store, 's/_index/_meta.json'))!.commitSeq).toBe(43);
+    expect(await listObjects(store, 's/_control/')).toEqual([]);
+  });
+
   it('reads every partition when a touched partition file exists that the manifest does not list', async () => {
     const store = await testStore();
     const { scope, partitions } = await manyPartitions(store);

@@ -197,13 +197,16 @@ export async function writeShards(
     );
   });
   const recordKey = publishRecordKey(scope);
-  if (changed.length > 0 || shards.intentEtag) await hooks.beforeRecord?.(shards.intentEtag !== undefined);
+  // A record this publication left when it lost a race is its own: no earlier publish to adopt from a listing.
+  const earlier = shards.intentEtag !== undefined && shards.intentEtag !== hooks.ownRecord;
+  if (changed.length > 0 || shards.intentEtag) await hooks.beforeRecord?.(earlier);
   // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
   if (changed.length > 0 && !shards.intentEtag) {
-    await store.put(
+    const record = await store.put(
       recordKey,
       JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }),
     );
+    if (record.status === 'written') hooks.onRecordWritten?.(record.etag);
   }
   // Shards at once, the manifest after all of them; the first lost race decides.
   let lost: string | undefined;

@@ -115,4 +115,8 @@ export interface WriteHooks {
    * manifest may not list yet; only a read with a listing adopts those.
    */
   readonly beforeRecord?: (earlierRecord?: boolean) => Promise<void>;
+  /** The ETag of the record this publication wrote before a lost race: read again, that record is its own, no earlier one's. */
+  readonly ownRecord?: string;
+  /** A shard-first publish wrote its record, and S3 gave it this ETag. */
+  readonly onRecordWritten?: (etag: string) => void;
 }
