@@ -123,15 +123,16 @@ export function checkLines(report: HealReport, maxKeys: number): string[] {
         `${scope.scope}: ${describeState(scope)}${shards}; ${plural(scope.objects, 'object')}; ${missing} missing, ${stale} stale, ${resized} resized${refused}${pending}`,
       );
     }
-    const kinds: [string, string[]][] = [
-      ['missing', scope.driftKeys.missing.map(shownKey)],
-      ['stale', scope.driftKeys.stale.map(shownKey)],
-      ['resized', scope.driftKeys.resized.map(resizedText)],
-      ['refused', scope.refusedKeys.map(shownKey)],
+    // The report names the first keys of each kind only; the counts are whole.
+    const kinds: [string, string[], number][] = [
+      ['missing', scope.driftKeys.missing.map(shownKey), missing],
+      ['stale', scope.driftKeys.stale.map(shownKey), stale],
+      ['resized', scope.driftKeys.resized.map(resizedText), resized],
+      ['refused', scope.refusedKeys.map(shownKey), scope.refused],
     ];
-    for (const [kind, keys] of kinds) {
+    for (const [kind, keys, count] of kinds) {
       for (const key of keys.slice(0, maxKeys)) lines.push(`  ${kind.padEnd(7)}  ${key}`);
-      if (maxKeys > 0 && keys.length > maxKeys) lines.push(`  … ${keys.length - maxKeys} more ${kind}`);
+      if (maxKeys > 0 && count > maxKeys) lines.push(`  … ${count - maxKeys} more ${kind}`);
     }
   }
   const drifted = report.scopes.filter(hasDrift).length;

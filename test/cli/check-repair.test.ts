@@ -44,6 +44,21 @@ describe('datastore-indexer check and repair', () => {
     ]);
     expect(await snapshotBucket(store)).toEqual(before);
 
+    // WHEN checking with a key limit
+    const few = await runCli(['check', '--config', config, '--keys', '1']);
+
+    // THEN the first key of each kind, and how many more there are
+    expect(few.stdout.split('\n')).toEqual([
+      `${scope}: index of 29 entries; 30 objects; 3 missing, 2 stale, 1 resized`,
+      `  missing  ${missing[0]}`,
+      '  … 2 more missing',
+      `  stale    ${stale[0]}`,
+      '  … 1 more stale',
+      `  resized  ${resized.key} (index ${resized.size + 7} B, object ${resized.size} B)`,
+      'Drift in 1 of 1 index; nothing published (`datastore-indexer repair` heals it).',
+      '',
+    ]);
+
     // WHEN checking with --json and a key limit
     const json = await runCli(['check', '--config', config, '--json', '--keys', '1']);
 
