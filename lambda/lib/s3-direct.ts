@@ -1,13 +1,12 @@
 /**
  * The direct path: the high-volume requests (ListObjectsV2 pages, GetObject streams, HeadObject) sent over
- * Node's http with the SDK's own signer, credentials provider and endpoint rules, without its per-request
- * middleware stack, which costs more CPU than the request itself. Everything else stays on the SDK client.
+ * Node's http, signed as the SDK signs them (`s3-sign.ts`) with the SDK's credentials provider and endpoint
+ * rules, without its per-request middleware stack, which costs more CPU than the request itself. Everything
+ * else stays on the SDK client.
  */
-import { createHash, createHmac } from 'node:crypto';
 import { type Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
 import { type Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { S3Client } from '@aws-sdk/client-s3';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { sleep } from './concurrency';
 import { type BucketEndpoint, escapeUri, resolveBucketEndpoint } from './s3-endpoint';
 import { CONNECTION_CODES, TIMEOUT_CODES } from './s3-errors';
@@ -82,27 +81,6 @@ export function backoffMs(retry: number, kind: 'throttling' | 'transient', rando
   return Math.floor(random() * Math.min((kind === 'throttling' ? 500 : 100) * 2 ** retry, 20_000));
 }
 
-/** SHA-256 (and its HMAC) from node:crypto, in the shape the signer takes. */
-class NodeSha256 {
-  private readonly hash;
-  constructor(secret?: string | ArrayBuffer | ArrayBufferView) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', toBytes(secret));
-  }
-  update(data: string | ArrayBuffer | ArrayBufferView): void {
-    this.hash.update(toBytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return this.hash.digest();
-  }
-  reset(): void {}
-}
-
-function toBytes(data: string | ArrayBuffer | ArrayBufferView): Buffer | string {
-  if (typeof data === 'string') return data;
-  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return Buffer.from(data);
-}
-
 /** The answer of one direct request: status, headers and either the body read whole or the stream itself. */
 export interface DirectAnswer {
   readonly status: number;
@@ -127,9 +105,7 @@ export interface DirectRequest {
 /** Sends a client's direct requests for one bucket: signed, retried and timed out as the SDK client would. */
 export class DirectRequests {
   private endpoint?: Promise<BucketEndpoint | undefined>;
-  private signer?: SignatureV4;
-  /** Signs GetObject, the request a hydrate sends once per file, with less work per request than `signer`. */
-  private getSigner?: RequestSigner;
+  private signer?: RequestSigner;
   private maxAttempts?: Promise<number>;
 
   private constructor(
@@ -199,27 +175,10 @@ export class DirectRequests {
   private async attempt(endpoint: BucketEndpoint, request: DirectRequest, attempt: number, done: () => void): Promise<DirectAnswer> {
     const path = `${endpoint.basePath}/${request.key === undefined ? '' : request.key.split('/').map(escapeUri).join('/')}`;
     const query = request.query ?? {};
-    this.signer ??= new SignatureV4({
-      credentials: this.client.config.credentials as never,
-      region: endpoint.signingRegion,
-      service: 's3',
-      sha256: NodeSha256,
-      uriEscapePath: false,
-      applyChecksum: true,
-    });
     const offset = Number((this.client.config as { systemClockOffset?: number }).systemClockOffset ?? 0);
     const headers = { ...endpoint.headers, host: endpoint.host };
-    let signedHeaders: Record<string, string>;
-    if (request.op === 'GetObject') {
-      this.getSigner ??= new RequestSigner(this.client.config.credentials as CredentialSource, endpoint.signingRegion, 's3', headers);
-      signedHeaders = await this.getSigner.sign(request.method, path, canonicalQuery(query), Date.now() + offset);
-    } else {
-      const signed = await this.signer.sign(
-        { method: request.method, protocol: endpoint.protocol, hostname: endpoint.hostname, port: endpoint.port, path, query, headers },
-        { signingDate: new Date(Date.now() + offset) },
-      );
-      signedHeaders = signed.headers;
-    }
+    this.signer ??= new RequestSigner(this.client.config.credentials as CredentialSource, endpoint.signingRegion, 's3', headers);
+    const signedHeaders = await this.signer.sign(request.method, path, canonicalQuery(query), Date.now() + offset);
     const search = Object.keys(query)
       .map((k) => `${escapeUri(k)}=${escapeUri(query[k])}`)
       .join('&');

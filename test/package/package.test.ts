@@ -144,8 +144,8 @@ describe('the tarball', () => {
       peerDependencies: Record<string, string>;
       peerDependenciesMeta: Record<string, { optional?: boolean }>;
     };
-    // The SDK's own signer signs the direct requests; the same version the SDK installs.
-    expect(Object.keys(installed.dependencies)).toEqual(['@aws-sdk/client-s3', '@smithy/signature-v4']);
+    // The direct requests are signed by the package's own SigV4 (s3-sign.ts): the SDK is the one dependency.
+    expect(Object.keys(installed.dependencies)).toEqual(['@aws-sdk/client-s3']);
     expect(installed.peerDependencies).toEqual({ 'aws-cdk-lib': expect.any(String), constructs: expect.any(String) });
     expect(installed.peerDependenciesMeta).toEqual({ 'aws-cdk-lib': { optional: true }, constructs: { optional: true } });
   });
