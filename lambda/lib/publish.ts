@@ -7,7 +7,7 @@ import type { MirrorCheck } from './layouts/mirror-check';
 import type { KnownIndex, LiveIndex, UnreadablePart } from './layouts/types';
 import { writeIndex } from './layouts/write';
 import { type LockOptions, type DatastoreLock, withLock } from './lock';
-import { heldCopyKey, lockKeyOf, manifestKeyOf, unreadableCopyKey } from './names';
+import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
 
@@ -221,11 +221,22 @@ class Publication<F> {
     let alongside = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
     // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
     if (this.conditional && planned.live.shards?.partial) alongside = Promise.resolve(planned.live);
+    // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
+    let record = planned.live.shards?.recordUnread ? this.askRecord() : undefined;
     let reuse: Planned<F> | undefined = planned;
     return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
-        const live = await this.rereadUnderLock(lock, alongside);
+        let live = await this.rereadUnderLock(lock, alongside);
         alongside = undefined;
+        if (live.shards?.recordUnread) {
+          const found = await ((live === planned.live ? record : undefined) ?? this.askRecord());
+          record = undefined;
+          // An earlier publish stopped half way: only a read of every file can finish it.
+          if (found) {
+            this.whole = true;
+            live = await this.read();
+          }
+        }
         const current = reuse && sameVersion(reuse.live, live) ? { live, plan: reuse.plan } : await this.plan(live);
         reuse = undefined;
         if (!current.plan.index) return { status: 'settled', live };
@@ -258,6 +269,13 @@ class Publication<F> {
         await sleep(jitter(attempt));
       }
     });
+  }
+
+  /** Whether the scope's publish record exists, asked now and awaited later; a failure surfaces only where it is awaited. */
+  private askRecord(): Promise<boolean> {
+    const asked = this.store.head(publishRecordKey(this.scope)).then((found) => found !== undefined);
+    asked.catch(() => undefined);
+    return asked;
   }
 
   /** The read made while the lock was taken stands unless the lock had to be waited for or turned out to be the only protection. */

@@ -70,6 +70,26 @@ describe('applyDelta on a shard-first root with many partitions', () => {
     }
   });
 
+  it('a delta that changes nothing asks only for the manifest and the touched file: the publish record is asked only to write', async () => {
+    const store = await testStore();
+    const { scope } = await manyPartitions(store);
+    const writer = connectStore(store.bucket);
+    const first = trackRequests(writer);
+    await applyDelta(writer, scope, added, { convergeRounds: 0 });
+    expect(first.filter((r) => r.key === publishRecordKey(scope)).map((r) => r.op)).toEqual(['HeadObject', 'PutObject', 'DeleteObject']);
+
+    const again = connectStore(store.bucket);
+    const log = trackRequests(again);
+    const report = await applyDelta(again, scope, added, { convergeRounds: 0 });
+
+    expect(report).toMatchObject({ status: 'applied', added: 0, published: false, partial: true });
+    expect(log.map((r) => `${r.op} ${r.key}`).sort()).toEqual([
+      'GetObject s/.datastore-index.json',
+      'GetObject s/_index/_meta.json',
+      'GetObject s/_index/workflow-runs--w3.json',
+    ]);
+  });
+
   it('converges when another writer changed another partition and the manifest between its read and its write', async () => {
     const store = await testStore();
     const { scope, partitions } = await manyPartitions(store);

@@ -95,11 +95,12 @@ export function shardPending(found: ShardFindings): string | undefined {
 }
 
 /**
- * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags, and
- * the publish record. Undefined when that is not enough to write safely, and the whole index must be read:
- * an earlier publish left its record, a touched file does not parse, one exists that the manifest does
- * not list (an orphan is adopted only by what reads every file), or one holds an entry of a partition not
- * read (clients merge every file, so the entry counts wherever it is filed; a write moves it to its own).
+ * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags; the
+ * publish record is left for a write to ask (see `ShardState.recordUnread`). Undefined when that is not
+ * enough to write safely, and the whole index must be read: a touched file does not parse, one exists that
+ * the manifest does not list (an orphan is adopted only by what reads every file), or one holds an entry of
+ * a partition not read (clients merge every file, so the entry counts wherever it is filed; a write moves
+ * it to its own).
  */
 export async function readShardsPartially(
   store: S3Store,
@@ -109,11 +110,7 @@ export async function readShardsPartially(
   partitions: ReadonlySet<string>,
 ): Promise<LiveIndex | undefined> {
   const wanted = [...partitions].sort();
-  const [intent, objects] = await Promise.all([
-    store.head(publishRecordKey(scope)),
-    Promise.all(wanted.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const)),
-  ]);
-  if (intent) return undefined;
+  const objects = await Promise.all(wanted.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const));
   const index = emptyIndex();
   const shardEtags = new Map<string, string>();
   const byPartition = new Map<string, Map<string, IndexEntry>>();
@@ -148,6 +145,7 @@ export async function readShardsPartially(
     adoptable: new Map(),
     missing,
     partial: partitions,
+    recordUnread: true,
   };
   const pending = shardPending({ intent: false, missing, orphans: new Set(), newer });
   return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };

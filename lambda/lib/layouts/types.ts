@@ -28,6 +28,11 @@ export interface ShardState {
    * write keeps every other listed partition as the manifest lists it. Never the whole index: no heal uses it.
    */
   readonly partial?: ReadonlySet<string>;
+  /**
+   * The publish record was not asked for (a delta's partial read, which may write nothing): a publish asks
+   * for it under the lock before writing, and one found has the whole index read instead.
+   */
+  readonly recordUnread?: boolean;
 }
 
 /** The partition files beside a monolith (dual-write, or left by a writer that died half way). */
