@@ -52,8 +52,11 @@ export interface PublishOptions {
   readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
   /** Called with the monolith's size before each read downloads it (see `ReadOptions.monolithBytes`). */
   readonly monolithBytes?: (bytes: number) => void;
-  /** Makes every read of the index instead of `readLiveIndex` (a heal's chunk reads its partitions alone, also after a lost race). */
-  readonly read?: () => Promise<LiveIndex>;
+  /**
+   * Makes every read of the index instead of `readLiveIndex` (a heal's chunk reads its partitions alone, also
+   * after a lost race); a re-check's read is given the index as written.
+   */
+  readonly read?: (known?: KnownIndex) => Promise<LiveIndex>;
   readonly onEvent?: (event: PublishEvent) => void;
 }
 
@@ -161,7 +164,7 @@ class Publication<F> {
   }
 
   read(known?: KnownIndex): Promise<LiveIndex> {
-    if (this.options.read) return this.options.read();
+    if (this.options.read) return this.options.read(known);
     const { shardPartitions, mirrors, monolithBytes } = this.options;
     const partitions = this.whole ? undefined : this.options.partitions;
     return readLiveIndex(this.store, this.scope, { shardPartitions, mirrors, known, partitions, monolithBytes });
@@ -298,6 +301,9 @@ class Publication<F> {
     const hooks = {
       onMonolithWritten: (etag: string): void => {
         known = { etag, index };
+      },
+      onShardsWritten: (shardEtags: ReadonlyMap<string, string>): void => {
+        known = { index, shardEtags };
       },
       onMirrorFailed: ({ key, error }: { key: string; error: string }): void => {
         this.mirrorFailures++;

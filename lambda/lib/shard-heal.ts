@@ -298,7 +298,7 @@ export class PartitionHeal {
     const name = describeScope(this.scope);
     const outcome = await publishIndex(this.store, this.scope, this.planner(changes), {
       ...this.options.publish,
-      read: () => readShardChunk(this.store, this.scope, touched),
+      read: (known) => readShardChunk(this.store, this.scope, touched, known),
       onEvent: (event) => {
         this.options.onEvent?.(name, event);
         this.options.publish?.onEvent?.(event);

@@ -453,9 +453,9 @@ export function hookedStore(bucket: string, hooks: StoreHooks): S3Store {
       return super.put(...args);
     }
 
-    override async get(key: string): ReturnType<S3Store['get']> {
-      await hooks.beforeGet?.(key);
-      return super.get(key);
+    override async get(...args: Parameters<S3Store['get']>): ReturnType<S3Store['get']> {
+      await hooks.beforeGet?.(args[0]);
+      return super.get(...args);
     }
   }
   return new HookedStore(testClient(), bucket);

@@ -12,6 +12,7 @@ import {
   groupSummaries,
   hookedStore,
   listKeys,
+  listObjects,
   putIndex,
   putObject,
   putObjects,
@@ -23,6 +24,7 @@ import {
   sortByKey,
   summarize,
   testStore,
+  trackRequests,
 } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
 
@@ -268,6 +270,37 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(pushed).toBe(true);
     expect(report.scopes[0].published).toBe(true);
     expect(await partitionsNow(store)).toEqual(truth({ 'files/late.txt': 'late upload' }));
+  });
+
+  it("a commit's re-check does not download again the files it wrote, and one a client pushed over is written again", async () => {
+    const { store, root } = await shardFirstRoot();
+    const drifted = await store.get(`${BASE}_index/logs.json`);
+    let committed = false;
+    let pushed = false;
+    const racing = hookedStore(store.bucket, {
+      beforePut(key) {
+        if (key === `${BASE}_index/_meta.json`) committed = true;
+      },
+      async beforeGet(key) {
+        if (!committed || pushed || key !== `${BASE}_index/logs.json`) return;
+        pushed = true;
+        // A client's push erases the commit's write just before its re-check reads it back.
+        await putObject(store, key, drifted!.body.toString('utf8'));
+      },
+    });
+    const log = trackRequests(racing);
+
+    const report = await healRoot(racing, root, { mode: 'repair' });
+
+    expect(pushed).toBe(true);
+    expect(report.scopes[0].published).toBe(true);
+    expect(await partitionsNow(store)).toEqual(truth());
+    const files = (await listObjects(store, `${BASE}_index/`)).filter((o) => !o.key.endsWith('/_meta.json'));
+    // Every file the commit wrote and the client left alone is asked for only if changed, and its ETag stood.
+    const rechecked = log.filter((r) => r.op === 'GetObject' && r.ifNoneMatch !== undefined);
+    expect(rechecked.length).toBeGreaterThan(0);
+    for (const r of rechecked.filter((r) => r.key !== `${BASE}_index/logs.json`))
+      expect(r.ifNoneMatch?.replace(/"/g, '')).toBe(files.find((o) => o.key === r.key)?.etag.replace(/"/g, ''));
   });
 
   it('an unreadable partition file is copied under _control/ before it is replaced', async () => {

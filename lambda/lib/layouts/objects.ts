@@ -1,5 +1,5 @@
 /** Reads and writes of single index objects: speculative reads, write conditions, and writes that adopt what they find. */
-import type { GetOptions, S3Store, StoredObject, WriteCondition } from '../s3';
+import type { GetOptions, S3Store, StoredObject, WriteCondition, WriteResult } from '../s3';
 
 /** A read started before it is known to be needed: dropped, it is aborted and its failure ignored. */
 export interface SpeculativeRead {
@@ -25,15 +25,10 @@ export function conditionFor(etag: string | undefined): WriteCondition {
  * A conditional write that adopts what it finds: a create (`If-None-Match`) that loses because the object
  * exists (an orphan left by a writer that died) is retried as a replace of exactly that version.
  */
-export async function putAdopting(
-  store: S3Store,
-  key: string,
-  body: Buffer,
-  condition: WriteCondition | undefined,
-): Promise<'written' | 'conflict'> {
+export async function putAdopting(store: S3Store, key: string, body: Buffer, condition: WriteCondition | undefined): Promise<WriteResult> {
   const result = await store.put(key, body, condition);
-  if (result.status === 'written' || !condition || !('ifNoneMatch' in condition)) return result.status;
+  if (result.status === 'written' || !condition || !('ifNoneMatch' in condition)) return result;
   const existing = await store.head(key);
-  if (!existing) return 'conflict';
-  return (await store.put(key, body, { ifMatch: existing.etag })).status;
+  if (!existing) return result;
+  return store.put(key, body, { ifMatch: existing.etag });
 }

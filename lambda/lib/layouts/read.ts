@@ -140,7 +140,7 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const mirrorFiles = checking && layout.mirror ? readMirrorAhead(store, scope, layout.mirror, checking) : undefined;
   const object = await monolithRead().result;
   if (!object) return { ...layout, state: 'absent' };
-  const unchanged = known && (object.notModified || object.etag === known.etag);
+  const unchanged = known?.etag !== undefined && (object.notModified || object.etag === known.etag);
   const parsed = unchanged ? { ok: true as const, index: known.index } : parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };

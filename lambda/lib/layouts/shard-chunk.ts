@@ -7,8 +7,8 @@ import type { S3Store } from '../s3';
 import type { IndexScope } from '../scope';
 import { mapLimit } from '../concurrency';
 import { type ShardMeta, readManifest } from './manifest';
-import { shardPending } from './shards';
-import type { LiveIndex, ShardState, UnreadablePart } from './types';
+import { groupByPartition, shardPending } from './shards';
+import type { KnownIndex, LiveIndex, ShardState, UnreadablePart } from './types';
 
 /** A shard-first scope as found before a heal by partitions: its manifest, and its partition files' ETags. */
 export interface ShardBase {
@@ -49,11 +49,20 @@ export interface PartitionFile {
   readonly bad?: UnreadablePart;
 }
 
-/** Reads one partition file; entries of keys of another partition (or none) are left out, as a write would leave them. */
-export async function readPartitionFile(store: S3Store, scope: IndexScope, partition: string): Promise<PartitionFile> {
+/**
+ * Reads one partition file; entries of keys of another partition (or none) are left out, as a write would
+ * leave them. `known`: the file as we wrote it, not downloaded or parsed again while its ETag stands.
+ */
+export async function readPartitionFile(
+  store: S3Store,
+  scope: IndexScope,
+  partition: string,
+  known?: { readonly etag: string; readonly entries: ReadonlyMap<string, IndexEntry> },
+): Promise<PartitionFile> {
   const key = partitionKeyOf(scope, partition);
-  const object = await store.get(key);
+  const object = await store.get(key, { ifNoneMatch: known?.etag });
   if (!object) return { entries: new Map() };
+  if (known && (object.notModified || object.etag === known.etag)) return { entries: known.entries, etag: known.etag };
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
     const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag };
@@ -71,11 +80,22 @@ export async function readPartitionFile(store: S3Store, scope: IndexScope, parti
  * (its copy is kept before it is replaced) rather than sending the read to the whole index. Throws when
  * the scope is no longer shard-first.
  */
-export async function readShardChunk(store: S3Store, scope: IndexScope, partitions: ReadonlySet<string>): Promise<LiveIndex> {
+export async function readShardChunk(
+  store: S3Store,
+  scope: IndexScope,
+  partitions: ReadonlySet<string>,
+  known?: KnownIndex,
+): Promise<LiveIndex> {
+  const written = known?.shardEtags ? groupByPartition(known.index.entries) : new Map<string, Map<string, IndexEntry>>();
+  const knownFiles = new Map<string, { etag: string; entries: ReadonlyMap<string, IndexEntry> }>();
+  for (const p of partitions) {
+    const etag = known?.shardEtags?.get(p);
+    if (etag !== undefined) knownFiles.set(p, { etag, entries: written.get(p) ?? new Map() });
+  }
   const [metaObject, intent, files] = await Promise.all([
     store.get(manifestKeyOf(scope)),
     store.head(publishRecordKey(scope)),
-    mapLimit([...partitions].sort(), 8, async (p) => [p, await readPartitionFile(store, scope, p)] as const),
+    mapLimit([...partitions].sort(), 8, async (p) => [p, await readPartitionFile(store, scope, p, knownFiles.get(p))] as const),
   ]);
   const read = metaObject ? readManifest(metaObject.body) : undefined;
   if (!metaObject || read?.kind !== 'v2') {
@@ -84,7 +104,11 @@ export async function readShardChunk(store: S3Store, scope: IndexScope, partitio
       'Run the repair again',
     );
   }
-  const index = emptyIndex();
+  // Every file still as written: the index is the one written, and a re-check of it needs no new plan.
+  let held = 0;
+  for (const file of knownFiles.values()) held += file.entries.size;
+  const unchanged = files.every(([p, file]) => file.entries === knownFiles.get(p)?.entries);
+  const index = known && unchanged && held === known.index.entries.size ? known.index : emptyIndex();
   const shardEtags = new Map<string, string>();
   const byPartition = new Map<string, ReadonlyMap<string, IndexEntry>>();
   const missing = new Set<string>();
@@ -97,7 +121,7 @@ export async function readShardChunk(store: S3Store, scope: IndexScope, partitio
     else if (listed.has(partition)) missing.add(partition);
     if (file.bad) parts.push(file.bad);
     if (file.lastModified && file.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
-    for (const [k, entry] of file.entries) index.entries.set(k, entry);
+    if (index !== known?.index) for (const [k, entry] of file.entries) index.entries.set(k, entry);
   }
   const shards: ShardState = {
     meta: read.meta,

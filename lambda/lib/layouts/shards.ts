@@ -208,13 +208,15 @@ export async function writeShards(
   }
   // Shards at once, the manifest after all of them; the first lost race decides.
   let lost: string | undefined;
+  const etags = new Map(shards.shardEtags);
   await mapLimit(changed, 8, async (partition) => {
     if (lost !== undefined) return;
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
     const key = partitionKeyOf(scope, partition);
     const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
-    const status = await putAdopting(store, key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
-    if (status === 'conflict') lost ??= key;
+    const result = await putAdopting(store, key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
+    if (result.status === 'conflict') lost ??= key;
+    else etags.set(partition, result.etag);
   });
   if (lost !== undefined) return { status: 'conflict', key: lost };
   // Clients skip a change unless commitSeq moves on, and read only the partitions listed.
@@ -224,6 +226,7 @@ export async function writeShards(
   if (result.status === 'conflict') return { status: 'conflict', key: metaKey };
   // Gone or not, the manifest is written: a record left behind costs one more commitSeq, never a lost change.
   if (changed.length > 0 || shards.intentEtag) await store.delete(recordKey).catch(() => undefined);
+  hooks.onShardsWritten?.(etags);
   return { status: 'written' };
 }
 

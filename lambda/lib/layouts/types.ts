@@ -86,10 +86,13 @@ export type LiveIndex =
     } & UnreadablePart)
   | (LiveLayout & { readonly state: 'valid'; readonly index: DatastoreIndex; readonly etag?: string });
 
-/** A monolithic index as we wrote it, and the ETag S3 gave that write: read back unchanged, it is not downloaded or parsed again. */
+/** An index as we wrote it, and the ETags S3 gave that write: read back unchanged, it is not downloaded or parsed again. */
 export interface KnownIndex {
-  readonly etag: string;
+  /** The monolith's; absent when a shard-first scope was written. */
+  readonly etag?: string;
   readonly index: DatastoreIndex;
+  /** Shard-first: each partition file of the write as it stands after it (written, or left as read), by partition. */
+  readonly shardEtags?: ReadonlyMap<string, string>;
 }
 
 /** The index a heal builds on: the valid one, or what could be salvaged from an unreadable one. */
@@ -111,6 +114,8 @@ export interface MirrorFailure {
 export interface WriteHooks {
   /** The monolith was written and S3 gave it this ETag. */
   readonly onMonolithWritten?: (etag: string) => void;
+  /** A shard-first write ended with its manifest: the ETag of each partition file it wrote or read unchanged. */
+  readonly onShardsWritten?: (etags: ReadonlyMap<string, string>) => void;
   /** A mirror partition file or the version-1 manifest could not be written. */
   readonly onMirrorFailed?: (failure: MirrorFailure) => void;
   /**
