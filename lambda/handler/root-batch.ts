@@ -12,6 +12,8 @@ import {
   describeScope,
   isInternalKey,
   latestChanges,
+  liveLockHolder,
+  lockKeyOf,
   loadRepairProgress,
   repairProgressKey,
   namespaceExists,
@@ -161,8 +163,9 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
 
 /**
  * Finishes what a killed publish may have left half done: one HeadObject of the scope's publish record, and
- * nothing more when it is gone. A record left is healed from a listing under the lock, as `check` reports it
- * pending; a busy lock (the run still alive, or a client pushing) sends the next round after the delay.
+ * nothing more when it is gone. A record that outlives a moment the lock is free or stale is healed from a
+ * listing under the lock, as `check` reports it pending; a live lock holder (the run still alive, or a client
+ * pushing) sends the next round after the delay.
  */
 async function finishPublish(
   rt: Runtime,
@@ -171,10 +174,22 @@ async function finishPublish(
   remainingMs: () => number,
   progress: RootProgress,
 ): Promise<void> {
-  const { store, config, queue } = rt;
+  const { store, config } = rt;
   if (request.namespace !== undefined && !isNamespaceListed(config, root, request.namespace)) return;
   const scope: IndexScope = request.namespace ? { root, namespace: request.namespace } : { root };
-  if (!request.listing && !(await store.head(publishRecordKey(scope)))) return;
+  const recordKey = publishRecordKey(scope);
+  const record = request.listing ? undefined : await store.head(recordKey);
+  if (!request.listing && !record) return;
+  // A live lock holder may be the publish that wrote the record, still under way: it ends the record itself,
+  // so the finish comes again rather than listing the scope now.
+  const holder = await liveLockHolder(store, lockKeyOf(root));
+  if (holder !== undefined) {
+    logger.info('the lock is held; the finish of the publish comes again', { scope: describeScope(scope), holder, round: request.round });
+    return finishAgain(rt, scope, request);
+  }
+  // A writer holds the lock from before its record until after it is deleted: the same record still there
+  // after the lock was seen free is a dead writer's; one gone (or replaced) meanwhile was a publish ending.
+  if (record && (await store.head(recordKey))?.etag !== record.etag) return;
   // A message names the namespace: only one that exists is healed.
   if (scope.namespace !== undefined && !(await namespaceExists(store, root, scope.namespace))) {
     logger.warn('a finish names no namespace of the root; nothing written', { scope: describeScope(scope) });
@@ -187,10 +202,15 @@ async function finishPublish(
     }
   } catch (err) {
     if (!(err instanceof LockBusyError)) throw err;
-    if (queue && request.round < MAX_FINISH_ROUNDS)
-      await queue.sendFinish(scope, request.round + 1, config.finishDelaySeconds, request.listing === true);
-    else logger.warn('the lock stayed busy; the schedule finishes the publish', { scope: describeScope(scope), round: request.round });
+    await finishAgain(rt, scope, request);
   }
+}
+
+/** Sends the next round of a finish after the delay; past the last round the schedule finishes the publish. */
+async function finishAgain(rt: Runtime, scope: IndexScope, request: FinishPublishRequest): Promise<void> {
+  if (rt.queue && request.round < MAX_FINISH_ROUNDS)
+    await rt.queue.sendFinish(scope, request.round + 1, rt.config.finishDelaySeconds, request.listing === true);
+  else logger.warn('the lock stayed busy; the schedule finishes the publish', { scope: describeScope(scope), round: request.round });
 }
 
 /** One finish per scope of the batch (duplicates and later rounds of the same scope cost nothing more). */

@@ -85,6 +85,29 @@ function parseLock(body: Buffer): Partial<LockBody> {
   }
 }
 
+/** True when the lock's holder has not renewed it within its ttl (the one it wrote, else the clients'): anyone may take it over. */
+function isStale(holder: Partial<LockBody>, lastModified: Date): boolean {
+  const ttlMs = typeof holder.ttlMs === 'number' && holder.ttlMs > 0 ? holder.ttlMs : CLIENT_TTL_MS;
+  return Date.now() - lastModified.getTime() > ttlMs;
+}
+
+/**
+ * Who holds the lock `key` now, when a holder does and has renewed it within its ttl; undefined when it
+ * is free or stale. One GetObject; nothing is taken.
+ *
+ * @param store the bucket's S3 seam
+ * @param key the lock object (`lockKeyOf(root)`)
+ * @example
+ * const holder = await liveLockHolder(store, lockKeyOf(root));
+ * if (holder) console.log(`a publish is under way: ${holder}`);
+ */
+export async function liveLockHolder(store: S3Store, key: string): Promise<string | undefined> {
+  const current = await store.get(key);
+  if (!current) return undefined;
+  const holder = parseLock(current.body);
+  return isStale(holder, current.lastModified) ? undefined : describeHolder(holder);
+}
+
 function describeHolder(lock: Partial<LockBody>): string {
   const who = [lock.holder ?? 'an unknown writer', lock.hostname ? `on ${lock.hostname}` : '', lock.pid ? `pid ${lock.pid}` : '']
     .filter(Boolean)
@@ -182,8 +205,7 @@ export class DatastoreLock {
       const holder = parseLock(current.body);
       // Our own take whose answer was lost (the retry then met our own lock): it is ours.
       if (conditional && holder.nonce === body.nonce) return new DatastoreLock(store, key, body, current.etag, waits, true);
-      const holderTtl = typeof holder.ttlMs === 'number' && holder.ttlMs > 0 ? holder.ttlMs : CLIENT_TTL_MS;
-      if (Date.now() - current.lastModified.getTime() > holderTtl) {
+      if (isStale(holder, current.lastModified)) {
         // Stale: delete exactly that version, so a holder that just renewed keeps its lock.
         await store.delete(key, current.etag);
         continue;

@@ -357,6 +357,43 @@ describe('a finish message', () => {
     expect(counting.requests.filter((r) => r.method !== 'GET' && r.method !== 'HEAD')).toEqual([]);
   });
 
+  test('meeting a record whose publish ends while the lock is read, it lists nothing and writes nothing', async () => {
+    // GIVEN a whole dual-write root, and a publish's record that its live writer deletes, then frees the lock, as the finish reads the lock
+    const store = await testStore({ bucketPrefix: 'fine' });
+    await dualWriteRoot(store, 'h', swampObjects(1));
+    const recordKey = publishRecordKey({ root: root(store.bucket) });
+    await putObject(store, recordKey, JSON.stringify({ partitions: ['files'] }));
+    const seen: string[] = [];
+    const proxy = await startLoopbackProxy(testEndpoint(), (req, res) => {
+      const path = decodeURIComponent(new URL(req.url ?? '/', 'http://proxy').pathname);
+      seen.push(`${req.method} ${path}`);
+      if (req.method !== 'GET' || path !== `/${store.bucket}/h/${LOCK_KEY}`) return false;
+      void deleteObject(store, recordKey).then(() => {
+        res.writeHead(404, { 'content-type': 'application/xml' });
+        res.end(
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>',
+        );
+      });
+      return true;
+    });
+    try {
+      const lambda = loadHandler(handlerEnv({ bucket: store.bucket, prefixes: 'h', s3: proxy.endpoint }));
+
+      // WHEN its finish arrives
+      const run = await invoke<BatchResponse>(lambda, sqsEventOf([{ finishPublish: { prefix: 'h', round: 1 } }]));
+
+      // THEN it asked for the record, the lock and the record again, and stopped there
+      expect(run.result.batchItemFailures).toEqual([]);
+      expect(seen).toEqual([
+        `HEAD /${store.bucket}/${recordKey}`,
+        `GET /${store.bucket}/h/${LOCK_KEY}`,
+        `HEAD /${store.bucket}/${recordKey}`,
+      ]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   test('meeting a live lock, it writes nothing and sends its next round; that round finishes once the lock is gone', async () => {
     // GIVEN a dual-write publish left half done (its record, a stale mirror file) while a client holds the lock
     const store = await testStore({ bucketPrefix: 'finl' });
@@ -383,11 +420,10 @@ describe('a finish message', () => {
     // WHEN its finish arrives
     const busy = await invoke<BatchResponse>(lambda, sqsEventOf([{ finishPublish: { prefix: 'h', round: 1 } }]));
 
-    // THEN the batch succeeds, nothing but the lock attempt is written, and round 2 waits on the queue
+    // THEN the batch succeeds having asked for the record and the lock alone (no listing, nothing written), and round 2 waits on the queue
     expect(busy.result.batchItemFailures).toEqual([]);
-    expect(counting.requests.filter((r) => r.method === 'PUT' || r.method === 'DELETE').map((r) => r.path)).toEqual(
-      counting.requests.filter((r) => r.method === 'PUT').map(() => `/${store.bucket}/h/${LOCK_KEY}`),
-    );
+    expect(counting.byOperation()).toEqual({ HeadObject: 1, GetObject: 1 });
+    expect(counting.requests.find((r) => r.method === 'GET')?.path).toBe(`/${store.bucket}/h/${LOCK_KEY}`);
     const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
     const next = (received.Messages ?? []).map((m) => JSON.parse(m.Body ?? '{}')).filter((b) => 'finishPublish' in b);
     expect(next).toEqual([{ finishPublish: { prefix: 'h', round: 2 } }]);
