@@ -42,10 +42,21 @@ function timing(run: ChildRun, files: number, counts: Record<string, number>, lo
   };
 }
 
-/** Runs `copy` into an empty folder of an unindexed root, counting the model's requests, the files written and the load. */
-async function intoEmptyFolder(model: ModelProcess, target: Target, copy: (dir: string) => Promise<ChildRun>): Promise<Timing> {
+/**
+ * Runs `copy` into an empty folder of an unindexed root, counting the model's requests, the files written and
+ * the load. The folder is added to `kept` rather than removed: on ext4 without a journal (this machine's
+ * disk) every new file steps past each inode deleted in the last minutes, so removing one row's thousands of
+ * files would tax the next row's creates.
+ */
+async function intoEmptyFolder(
+  model: ModelProcess,
+  target: Target,
+  copy: (dir: string) => Promise<ChildRun>,
+  kept: string[],
+): Promise<Timing> {
   await unindex(target);
   const dir = await mkdtemp(join(tmpdir(), 'bench-hydrate-'));
+  kept.push(dir);
   try {
     await model.reset();
     const modelCpuBefore = await model.cpuMs();
@@ -56,7 +67,6 @@ async function intoEmptyFolder(model: ModelProcess, target: Target, copy: (dir: 
     const counts = (await model.counts()) as Record<string, number>;
     return timing(run, await countFiles(dir), counts, load);
   } finally {
-    await rm(dir, { recursive: true, force: true });
     await unindex(target);
   }
 }
@@ -90,11 +100,15 @@ function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: 
   };
 }
 
-/** rclone copy's flags in each row: what a user after speed sets (the tuned rows), and its default checkers. */
+/**
+ * rclone copy's flags in each row: what a user after speed sets (the tuned rows, one with as many transfers as
+ * hydrate's default downloads), and its default checkers.
+ */
 export const RCLONE_COPY_ROWS = {
   'rclone copy --transfers 32 --checkers 32': ['--transfers', '32', '--checkers', '32'],
   'rclone copy --transfers 32 --fast-list': ['--transfers', '32', '--fast-list'],
   'rclone copy --transfers 32 --checkers 32 --fast-list': ['--transfers', '32', '--checkers', '32', '--fast-list'],
+  'rclone copy --transfers 128 --checkers 128 --fast-list': ['--transfers', '128', '--checkers', '128', '--fast-list'],
   'rclone copy --transfers 32 (default 8 checkers, untuned)': ['--transfers', '32'],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -154,11 +168,12 @@ const oursName = (c: number | undefined): string => (c === undefined ? 'hydrate'
 
 /**
  * Seeds the hydrate bucket on the model and returns the measures (our hydrate at each concurrency, and the
- * peers that are installed), plus a note for each peer that is not.
+ * peers that are installed), plus a note for each peer that is not. Each measure leaves its folder in `kept`.
  */
 export async function hydrateMeasures(
   model: ModelProcess,
   o: HydrateBenchOptions,
+  kept: string[],
 ): Promise<{ measures: Record<string, () => Promise<Timing>>; missing: string[]; versions: string[] }> {
   // Bundled now, so the command measured is the source's.
   const built = spawnSync(process.execPath, [join(REPO, 'scripts', 'bundle.mjs')], { cwd: REPO, encoding: 'utf8' });
@@ -166,9 +181,9 @@ export async function hydrateMeasures(
   const target: Target = { endpoint: model.endpoint, ...HYDRATE_TARGET };
   await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
   const measures: Record<string, () => Promise<Timing>> = {};
-  for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c));
+  for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c), kept);
   if (o.baselineCli)
-    measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli));
+    measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli), kept);
   const missing: string[] = [];
   const versions: string[] = [];
   if (o.peers) {
@@ -177,11 +192,11 @@ export async function hydrateMeasures(
     if (rclone) {
       versions.push(rclone);
       for (const [name, flags] of Object.entries(RCLONE_COPY_ROWS))
-        measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags));
+        measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags), kept);
     } else missing.push('rclone copy: skipped, rclone is not installed (apt-get install -y rclone)');
     if (aws) {
       versions.push(aws.split(' ')[0]);
-      measures['aws s3 sync'] = () => intoEmptyFolder(model, target, awsSync(target));
+      measures['aws s3 sync'] = () => intoEmptyFolder(model, target, awsSync(target), kept);
     } else missing.push('aws s3 sync: skipped, the AWS CLI is not installed (apt-get install -y awscli)');
   }
   return { measures, missing, versions };
@@ -249,10 +264,26 @@ export interface HydrateBenchResult {
   readonly json: Record<string, number | string | null>;
 }
 
-/** Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports medians. */
+/**
+ * Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports
+ * medians. The rows' folders are removed once every row is measured (see `intoEmptyFolder`).
+ */
 export async function hydrateBench(model: ModelProcess, o: HydrateBenchOptions & { readonly runs: number }): Promise<HydrateBenchResult> {
+  const kept: string[] = [];
+  try {
+    return await measureRows(model, o, kept);
+  } finally {
+    for (const dir of kept) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function measureRows(
+  model: ModelProcess,
+  o: HydrateBenchOptions & { readonly runs: number },
+  kept: string[],
+): Promise<HydrateBenchResult> {
   const loadBefore = loadavg()[0];
-  const { measures, missing, versions } = await hydrateMeasures(model, o);
+  const { measures, missing, versions } = await hydrateMeasures(model, o, kept);
   const timings: Record<string, Timing[]> = Object.fromEntries(Object.keys(measures).map((k) => [k, []]));
   for (let r = 0; r < o.runs; r++) {
     for (const [name, measure] of Object.entries(measures)) {
