@@ -25,14 +25,14 @@ import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 import type { S3Store } from './s3';
 
 /** Parallel downloads unless told otherwise: enough to hide a round trip's latency behind the others (docs/PERFORMANCE.md). */
-export const DEFAULT_HYDRATE_CONCURRENCY = 64;
+export const DEFAULT_HYDRATE_CONCURRENCY = 128;
 
 /** How to hydrate. */
 export interface HydrateOptions {
   readonly cacheDir: string;
   /** The folder under `cacheDir` the files land in (a namespace's, as current clients keep it); the index copy stays at `cacheDir`. */
   readonly subdir?: string;
-  /** Parallel downloads. @default DEFAULT_HYDRATE_CONCURRENCY (64) */
+  /** Parallel downloads. @default DEFAULT_HYDRATE_CONCURRENCY (128) */
   readonly concurrency?: number;
   /** Called once when another hydrate holds the cache's lock and this one waits its turn. */
   readonly onCacheWait?: (holder: string) => void;

@@ -11,8 +11,8 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 /** How long a connection may take to open. */
 const CONNECTION_TIMEOUT_MS = 5_000;
 
-/** Connections per client: above every concurrency the library uses (listing 16, hydrate and re-checks up to 64). */
-const MAX_SOCKETS = 64;
+/** Connections per client: as many as the library sends at once by default (listing 16, re-checks 64, hydrate 128). */
+const MAX_SOCKETS = 128;
 
 /**
  * Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts.
