@@ -11,7 +11,7 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 /** How long a connection may take to open. */
 const CONNECTION_TIMEOUT_MS = 5_000;
 
-/** Connections per client: as many as the library sends at once by default (listing 16, re-checks 64, hydrate 128). */
+/** Connections per client: no fewer than the most the library sends at once by default (`DEFAULT_HYDRATE_CONCURRENCY`), so no default queues for a socket. */
 const MAX_SOCKETS = 128;
 
 /**
