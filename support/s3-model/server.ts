@@ -53,6 +53,20 @@ export interface S3Model {
 /** Bodies are held in memory; anything bigger is not what this model is for. */
 const MAX_BODY_BYTES = 256 * 1024 * 1024;
 const HOST_ID = 's3-model';
+/** Operations that change nothing: answered from the state at their arrival. */
+const READS: ReadonlySet<string> = new Set(['ListObjectsV2', 'GetObject', 'HeadObject', 'HeadBucket']);
+
+/** Runs `work` now; what it returned, or threw, comes out of the function it returns. */
+function attempt<T>(work: () => T): () => T {
+  try {
+    const value = work();
+    return () => value;
+  } catch (error) {
+    return () => {
+      throw error;
+    };
+  }
+}
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -89,10 +103,21 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       const op = bucket === '' ? 'Unsupported' : operationOf(method, key, query);
       counts[op]++;
       const body = await readBody(req);
-      // Every request waits the same fixed time, concurrently with all others:
-      // a timer, never a queue, so N parallel requests take one latency, not N.
-      if (latencyMs > 0) await sleep(latencyMs);
-      answer = handlers.handle(op, { method, bucket, key, query, headers: req.headers, body });
+      const parsed = { method, bucket, key, query, headers: req.headers, body };
+      // Every request waits the same fixed time, concurrently with all others: a timer, never a queue,
+      // so N parallel requests take one latency, not N. A read is answered from the state it arrived
+      // to, its answer built while it waits, so building many pages at once does not queue them
+      // behind one another; a write takes effect when its wait ends.
+      if (READS.has(op)) {
+        const arrived = performance.now();
+        const built = attempt(() => handlers.handle(op, parsed));
+        const left = latencyMs - (performance.now() - arrived);
+        if (left > 0) await sleep(left);
+        answer = built();
+      } else {
+        if (latencyMs > 0) await sleep(latencyMs);
+        answer = handlers.handle(op, parsed);
+      }
       if (options.onWrite && key !== null && answer.status < 300 && (op === 'PutObject' || op === 'DeleteObject')) {
         options.onWrite({ op, bucket, key, timeMs: Date.now(), object: op === 'PutObject' ? store.bucket(bucket)?.get(key) : undefined });
       }
