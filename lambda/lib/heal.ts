@@ -14,7 +14,7 @@ import { rootBase, scopeBase } from './names';
 import { parallelLister } from './parallel-list';
 import { type Plan, type Planner, type PublishEvent, type PublishOptions, type PublishOutcome, publishIndex } from './publish';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
-import type { S3Store } from './s3';
+import type { ListPage, S3Store } from './s3';
 import { mapLimit } from './concurrency';
 
 /** `check` reports drift and writes nothing; `repair` publishes the healed index. */
@@ -115,16 +115,26 @@ const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create 
  * read whole and healed after the listing.
  */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
-  const lister = options.lister ?? parallelLister();
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-  const shards = options.listing ? undefined : await shardBaseFor(store, target);
-  if (shards) {
+  if (options.listing) {
+    const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
+    guard.listing(describeScope(target), options.listing.objectsSeen);
+    return healListed(store, root, target, base, options.listing, options, guard);
+  }
+  // The listing starts while the layout is read, a round trip sooner; a heal by partitions then narrows
+  // the default lister's window, before it can have buffered more than a round of pages.
+  let window = Number.POSITIVE_INFINITY;
+  const listing = startListing(options.lister ?? parallelLister({ window: () => window }), store, base);
+  try {
+    const shards = await shardBaseFor(store, target);
+    if (!shards) return await healWhole(store, root, target, base, listing, options);
+    window = PARTITION_WINDOW;
     const listed = await healWhileListing(
       store,
       target,
       shards,
-      { base, pages: lister(store, base), namespaces: !options.namespace },
+      { base, pages: listing.pages, startedAt: listing.startedAt, namespaces: !options.namespace },
       options,
     );
     const scopes = [listed.report];
@@ -132,21 +142,73 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
       scopes.push(await healScope(store, { root, namespace: ns }, objects, listed.shardPartitions.get(ns), listed.startedAt, options));
     }
     return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
+  } finally {
+    await listing.stop();
   }
+}
+
+/** A listing begun now, its first page asked at once. */
+interface StartedListing {
+  readonly pages: AsyncIterable<ListPage>;
+  readonly startedAt: number;
+  /** Ends the listing, if its pages were not all taken; waits for its requests in flight. */
+  stop(): Promise<void>;
+}
+
+function startListing(lister: Lister, store: S3Store, base: string): StartedListing {
+  const startedAt = Date.now();
+  const iterator = lister(store, base)[Symbol.asyncIterator]();
+  const first = iterator.next();
+  first.catch(() => undefined);
+  return {
+    startedAt,
+    pages: {
+      async *[Symbol.asyncIterator]() {
+        for (let next = await first; !next.done; next = await iterator.next()) yield next.value;
+      },
+    },
+    stop: async () => {
+      await iterator.return?.(undefined);
+    },
+  };
+}
+
+/** The heal of a root whose own scope is not healed by partitions: the listing is held whole, then every scope is healed. */
+async function healWhole(
+  store: S3Store,
+  root: DatastoreRoot,
+  target: IndexScope,
+  base: string,
+  listing: StartedListing,
+  options: HealOptions,
+): Promise<HealReport> {
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
-  const early = options.listing ? undefined : readLiveIndex(store, target);
-  early?.catch(() => undefined);
+  const early = readLiveIndex(store, target);
+  early.catch(() => undefined);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.
   const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
   const listedName = describeScope(target);
-  const guarded: Lister = async function* (s, prefix) {
-    for await (const page of lister(s, prefix)) {
+  const guarded: Lister = async function* () {
+    for await (const page of listing.pages) {
       guard.page(listedName, base, page.objects);
       yield page;
     }
   };
-  if (options.listing) guard.listing(listedName, options.listing.objectsSeen);
-  const listing = options.listing ?? (await listScopes(store, base, guarded, options.onListed));
+  const listed = await listScopes(store, base, guarded, options.onListed, listing.startedAt);
+  return healListed(store, root, target, base, listed, options, guard, early);
+}
+
+/** Heals every scope of a listing of the root (or of the namespace healed) as a whole index. */
+async function healListed(
+  store: S3Store,
+  root: DatastoreRoot,
+  target: IndexScope,
+  base: string,
+  listing: ScopedListing,
+  options: HealOptions,
+  guard: MemoryGuard,
+  early?: Promise<LiveIndex>,
+): Promise<HealReport> {
   // A prefix without a single object is most likely mistyped: check and repair give the same advice.
   const empty = listing.objectsSeen === 0 && (await holdsNothing(store, base));
   if (empty && options.refuseEmpty && options.mode === 'repair') {

@@ -37,10 +37,13 @@ export async function listScopes(
   base: string,
   lister: Lister = sequentialLister,
   onListed?: (objectsListed: number) => void,
+  /** When the listing began, if before this call. */
+  startedAt = Date.now(),
 ): Promise<ScopedListing> {
-  const startedAt = Date.now();
   const all = new Map<string, ListedObject>();
   const namespaces = new Set<string>();
+  // Told apart while the listing waits on the network rather than after it.
+  const internal: string[] = [];
   let objectsSeen = 0;
   for await (const page of lister(store, base)) {
     for (const object of page.objects) {
@@ -50,6 +53,7 @@ export async function listScopes(
         const ns = namespaceOfMarker(rel);
         if (ns !== undefined) namespaces.add(ns);
       }
+      if (isInternalKey(rel)) internal.push(rel);
       all.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
     }
     onListed?.(objectsSeen);
@@ -59,8 +63,7 @@ export async function listScopes(
   const shardPartitions = new Map<string, string[]>();
   if (namespaces.size === 0) {
     // The usual root: only internal keys leave the root scope.
-    for (const rel of all.keys()) {
-      if (!isInternalKey(rel)) continue;
+    for (const rel of internal) {
       all.delete(rel);
       notePartition(shardPartitions, '', rel);
     }

@@ -21,9 +21,10 @@ export interface ParallelListOptions {
   /**
    * Pages listed ahead of the consumer, at most, beyond the slice it reads from: slices further on wait
    * while this many are buffered, so a slow consumer holds a window of the root, not the root. A window
-   * slows a listing whose first slice is long (the rest waits behind it). @default unbounded
+   * slows a listing whose first slice is long (the rest waits behind it). A function is asked at each
+   * request, for a caller that learns what it needs once the listing has begun. @default unbounded
    */
-  readonly window?: number;
+  readonly window?: number | (() => number);
 }
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
@@ -51,7 +52,7 @@ class ParallelListing {
     private readonly base: string,
     concurrency: number,
     private readonly pageSize: number,
-    private readonly window: number,
+    private readonly window: () => number,
   ) {
     this.slots = new Slots(concurrency);
     this.target = concurrency;
@@ -165,7 +166,7 @@ class ParallelListing {
 
   /** True when `slice` should wait before its next request: the window is full, and not for want of its own pages. */
   private ahead(slice: Slice): boolean {
-    return this.buffered >= this.window && (slice !== this.head || slice.pages.length > 0);
+    return this.buffered >= this.window() && (slice !== this.head || slice.pages.length > 0);
   }
 
   /** Takes a page's keys up to the segment's end; true when the segment is complete. */
@@ -384,8 +385,9 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
     throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
   }
-  const window = options.window ?? Number.POSITIVE_INFINITY;
-  if (!(Number.isInteger(window) || window === Number.POSITIVE_INFINITY) || window < 1)
-    throw new ConfigError(`The listing window must be a whole number of at least 1, got ${window}`);
+  const given = options.window ?? Number.POSITIVE_INFINITY;
+  if (typeof given === 'number' && (!(Number.isInteger(given) || given === Number.POSITIVE_INFINITY) || given < 1))
+    throw new ConfigError(`The listing window must be a whole number of at least 1, got ${given}`);
+  const window = typeof given === 'number' ? () => given : given;
   return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window).pages();
 }

@@ -152,19 +152,27 @@ describe('publishIndex round trips', () => {
     expect(await store.head('p/.datastore.lock')).toBeUndefined();
   });
 
-  it('reads the index while the heal lists the root, once, and then only alongside the lock and for the re-check', async () => {
+  it('lists the root from its first request, reads the index while it lists, then only alongside the lock and for the re-check', async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'early', objects: 8 });
     await putIndex(store, seeded.indexKey(), [indexEntry(seeded.expectedEntries()[0].key, { size: seeded.expectedEntries()[0].size })]);
     const healer = connectStore(store.bucket);
     const sent = trackRequests(healer);
 
-    const report = await healRoot(healer, seeded.root, { mode: 'repair' });
+    // Pages of two keys, one after another: a listing of several round trips.
+    const report = await healRoot(healer, seeded.root, { mode: 'repair', lister: (s, prefix) => s.listPages({ prefix, maxKeys: 2 }) });
 
     expect(report.scopes[0]).toMatchObject({ published: true, conflicts: 0 });
     const indexReads = sent.flatMap((r, i) => (r.op === 'GetObject' && r.key === seeded.indexKey() ? [i] : []));
     const lastList = sent.map((r) => r.op).lastIndexOf('ListObjectsV2');
     const lockTake = sent.findIndex((r) => r.op === 'PutObject' && r.key === 'early/.datastore.lock');
+    // The listing goes out with the layout's read (the manifest), not after it.
+    expect(
+      sent
+        .slice(0, 2)
+        .map((r) => r.op)
+        .sort(),
+    ).toEqual(['GetObject', 'ListObjectsV2']);
     expect(indexReads).toHaveLength(3);
     // sent before the listing's last page; the next one just before the lock is asked for (so answered alongside it)
     expect(indexReads[0]).toBeLessThan(lastList);
