@@ -126,8 +126,26 @@ function entryJson(key: string, entry: IndexEntry): string {
  * than the bytes themselves. The buffer is sized from an estimate and grown if that falls short.
  */
 export function serializeIndex(index: DatastoreIndex): Buffer {
+  const early = serializedEarly.get(index);
+  if (early) {
+    serializedEarly.delete(index);
+    return early;
+  }
   const lastPulled = index.lastPulled ?? new Date().toISOString();
   return serializeEntries({ version: 1, ...index.extra, lastPulled }, index);
+}
+
+/** Bodies serialised ahead of their write, each taken once by `serializeIndex`. */
+const serializedEarly = new WeakMap<DatastoreIndex, Buffer>();
+
+/**
+ * Serialises `index` as soon as the requests sent so far have gone out, so that the CPU it takes overlaps
+ * their round trip (the lock taken before its write); `serializeIndex` then returns those bytes.
+ */
+export function serializeSoon(index: DatastoreIndex): void {
+  setImmediate(() => {
+    if (!serializedEarly.has(index)) serializedEarly.set(index, serializeIndex(index));
+  });
 }
 
 /**

@@ -1,7 +1,7 @@
 /** Publishing an index safely: under the datastore lock, with conditional writes, re-checked until it holds. */
 import { sleep } from './concurrency';
 import { ConditionalWritesUnsupportedError, PublishConflictError } from './errors';
-import type { DatastoreIndex } from './index-file';
+import { type DatastoreIndex, serializeSoon } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import type { MirrorCheck } from './layouts/mirror-check';
 import type { KnownIndex, LiveIndex, UnreadablePart } from './layouts/types';
@@ -227,6 +227,8 @@ class Publication<F> {
     // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
     let record = planned.live.shards?.recordUnread ? this.askRecord() : undefined;
     let reuse: Planned<F> | undefined = planned;
+    // A monolith's bytes are made while the lock is taken, rather than after it.
+    if (planned.plan.index && planned.live.layout !== 'shard-first') serializeSoon(planned.plan.index);
     return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
         let live = await this.rereadUnderLock(lock, alongside);
