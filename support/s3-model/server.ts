@@ -47,6 +47,8 @@ export interface S3Model {
   /** Requests answered (or failed) per operation since start or the last reset. */
   requestCounts(): RequestCounts;
   resetCounts(): void;
+  /** The most requests that were waiting out their latency at one time, since start. */
+  peakWaiting(): number;
   stop(): Promise<void>;
 }
 
@@ -93,6 +95,17 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
   const zeroCounts = (): RequestCounts => Object.fromEntries(S3_OPERATIONS.map((op) => [op, 0])) as RequestCounts;
   let counts = zeroCounts();
   let requestSeq = 0;
+  let waiting = 0;
+  let peakWaiting = 0;
+  /** Waits `ms` as one of the requests waiting out their latency. */
+  const wait = async (ms: number): Promise<void> => {
+    peakWaiting = Math.max(peakWaiting, ++waiting);
+    try {
+      if (ms > 0) await sleep(ms);
+    } finally {
+      waiting--;
+    }
+  };
 
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const requestId = (++requestSeq).toString(16).toUpperCase().padStart(16, '0');
@@ -111,11 +124,10 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       if (READS.has(op)) {
         const arrived = performance.now();
         const built = attempt(() => handlers.handle(op, parsed));
-        const left = latencyMs - (performance.now() - arrived);
-        if (left > 0) await sleep(left);
+        await wait(latencyMs - (performance.now() - arrived));
         answer = built();
       } else {
-        if (latencyMs > 0) await sleep(latencyMs);
+        await wait(latencyMs);
         answer = handlers.handle(op, parsed);
       }
       if (options.onWrite && key !== null && answer.status < 300 && (op === 'PutObject' || op === 'DeleteObject')) {
@@ -160,6 +172,7 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       return seedBucket(store.createBucket(bucketName, Date.now()), seedOptions);
     },
     requestCounts: () => ({ ...counts }),
+    peakWaiting: () => peakWaiting,
     resetCounts: () => {
       counts = zeroCounts();
     },
