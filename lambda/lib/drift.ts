@@ -52,6 +52,7 @@ export function diffIndex(entries: ReadonlyMap<string, IndexEntry>, listing: Rea
 /**
  * Applies a drift to an index: adds missing entries, drops stale ones, fixes sizes; client fields of kept
  * entries survive, and so do those of a missing key's entry in `donors` (e.g. an orphan shard) when its size matches.
+ * An index that held nothing, healed to the whole listing, shares the listing's map (see `listingAsEntries`).
  */
 export function healIndex(
   index: DatastoreIndex | undefined,
@@ -59,6 +60,14 @@ export function healIndex(
   listing: ReadonlyMap<string, ListedObject>,
   donors?: ReadonlyMap<string, IndexEntry>,
 ): DatastoreIndex {
+  const whole =
+    !index?.entries.size &&
+    !donors?.size &&
+    drift.stale.length === 0 &&
+    drift.resized.length === 0 &&
+    drift.missing.length === listing.size;
+  const shared = whole ? listingAsEntries(listing) : undefined;
+  if (shared) return { ...(index ? cloneIndex(index) : emptyIndex()), entries: shared };
   const healed = index ? cloneIndex(index) : emptyIndex();
   for (const key of drift.stale) healed.entries.delete(key);
   for (const key of drift.missing) {
@@ -72,6 +81,16 @@ export function healIndex(
     if (object && entry) healed.entries.set(key, resizedEntry(entry, object));
   }
   return healed;
+}
+
+/**
+ * The listing's own map as the entries of an index, when each object is exactly an entry (key, size and
+ * time; no ETag kept): no copy of a root's every key. Sharing is safe because an index is never changed in
+ * place (every change clones it first) and a listing is never changed once listed. Undefined otherwise.
+ */
+function listingAsEntries(listing: ReadonlyMap<string, ListedObject>): Map<string, IndexEntry> | undefined {
+  for (const object of listing.values()) if (object.etag !== undefined) return undefined;
+  return listing as Map<string, IndexEntry>;
 }
 
 /** An entry updated to a changed object: `sha256` and `localMtime` described the old bytes, so they go; unknown fields stay. */

@@ -345,7 +345,8 @@ export async function healScope(
 ): Promise<ScopeReport> {
   const started = Date.now();
   // A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it.
-  const refusedListed = [...listing.keys()].filter(isRefusedKey);
+  const refusedListed: string[] = [];
+  for (const key of listing.keys()) if (isRefusedKey(key)) refusedListed.push(key);
   const indexable = refusedListed.length === 0 ? listing : new Map([...listing].filter(([key]) => !isRefusedKey(key)));
   const plan = healPlanner(store, scope, indexable, listingStartedAt, options, guard);
   // Read early without the mirror: a dual-write scope is read again with it.

@@ -1,4 +1,4 @@
-import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../lambda/lib/internal';
+import { diffIndex, driftCounts, healIndex, isClean, resizedEntry, serializeIndex } from '../../lambda/lib/internal';
 import { datastoreIndex, indexEntry, listedObject, listingOf } from '../helpers/factories';
 
 describe('diffIndex', () => {
@@ -79,6 +79,26 @@ describe('healIndex', () => {
     const healed = healIndex(undefined, diffIndex(new Map(), listing), listing);
     expect(healed.version).toBe(1);
     expect([...healed.entries.keys()].sort()).toEqual(['kept', 'missing', 'resized']);
+  });
+
+  it('gives an index that held nothing the listing itself when its objects are plain entries, and a copy when they carry ETags', () => {
+    const plain = listingOf([listedObject('a', { size: 1, etag: undefined }), listedObject('b', { size: 2, etag: undefined })]);
+    const fresh = healIndex(undefined, diffIndex(new Map(), plain), plain);
+    expect(fresh.entries).toBe(plain);
+    expect(JSON.parse(serializeIndex(fresh).toString('utf8')).entries.b).toEqual({
+      key: 'b',
+      size: 2,
+      lastModified: plain.get('b')!.lastModified,
+    });
+    // A later heal of it changes a copy: the listing stays as listed.
+    const shorter = listingOf([plain.get('a')!]);
+    const next = healIndex(fresh, diffIndex(fresh.entries, shorter), shorter);
+    expect([...next.entries.keys()]).toEqual(['a']);
+    expect([...plain.keys()]).toEqual(['a', 'b']);
+
+    const tagged = healIndex(undefined, diffIndex(new Map(), listing), listing);
+    expect(tagged.entries).not.toBe(listing);
+    expect(tagged.entries.get('missing')).toEqual({ key: 'missing', size: 4, lastModified: '2026-06-02T00:00:00.000Z' });
   });
 
   it('resizedEntry keeps the key and unknown fields only', () => {
