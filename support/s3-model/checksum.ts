@@ -53,3 +53,19 @@ export function verifyBody(body: Buffer, checksum: StoredChecksum | null, conten
     if (expected !== null && expected !== checksum.value) throw badDigest(checksum.algorithm);
   }
 }
+
+/** MD5s of bodies computed already (see `md5Hex`). */
+const md5s = new WeakMap<Buffer, string>();
+
+/**
+ * A body's MD5 in hex, computed once per buffer: the server computes it when the body has arrived, during
+ * the request's latency, as S3 hashes what it receives while receiving it; the handler then finds it.
+ */
+export function md5Hex(body: Buffer): string {
+  let md5 = md5s.get(body);
+  if (md5 === undefined) {
+    md5 = createHash('md5').update(body).digest('hex');
+    md5s.set(body, md5);
+  }
+  return md5;
+}

@@ -3,8 +3,7 @@
  * synchronously from start to end, so a conditional write's check and its
  * write cannot interleave with another request (as on S3).
  */
-import { createHash } from 'node:crypto';
-import { findChecksum, verifyBody } from './checksum';
+import { findChecksum, md5Hex, verifyBody } from './checksum';
 import { decodeAwsChunked } from './chunked';
 import {
   S3Error,
@@ -236,7 +235,7 @@ export class Handlers {
     for (const [name, value] of Object.entries(req.headers)) {
       if (name.startsWith('x-amz-meta-') && typeof value === 'string') metadata[name.slice(11)] = value;
     }
-    const etag = `"${createHash('md5').update(body).digest('hex')}"`;
+    const etag = `"${md5Hex(body)}"`;
     const object = new StoredObject(
       body.length,
       etag,

@@ -7,6 +7,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { md5Hex } from './checksum';
 import { S3Error } from './errors';
 import { Handlers, type Answer } from './handlers';
 import { S3_OPERATIONS, operationOf, parseTarget, type RequestCounts } from './routing';
@@ -120,14 +121,16 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       // Every request waits the same fixed time, concurrently with all others: a timer, never a queue,
       // so N parallel requests take one latency, not N. A read is answered from the state it arrived
       // to, its answer built while it waits, so building many pages at once does not queue them
-      // behind one another; a write takes effect when its wait ends.
+      // behind one another; a write takes effect when its wait ends, its body hashed while it waits.
       if (READS.has(op)) {
         const arrived = performance.now();
         const built = attempt(() => handlers.handle(op, parsed));
         await wait(latencyMs - (performance.now() - arrived));
         answer = built();
       } else {
-        await wait(latencyMs);
+        const arrived = performance.now();
+        if (op === 'PutObject') md5Hex(body);
+        await wait(latencyMs - (performance.now() - arrived));
         answer = handlers.handle(op, parsed);
       }
       if (options.onWrite && key !== null && answer.status < 300 && (op === 'PutObject' || op === 'DeleteObject')) {
