@@ -122,17 +122,11 @@ export async function startS3Model(options: S3ModelOptions = {}): Promise<S3Mode
       // so N parallel requests take one latency, not N. A read is answered from the state it arrived
       // to, its answer built while it waits, so building many pages at once does not queue them
       // behind one another; a write takes effect when its wait ends, its body hashed while it waits.
-      if (READS.has(op)) {
-        const arrived = performance.now();
-        const built = attempt(() => handlers.handle(op, parsed));
-        await wait(latencyMs - (performance.now() - arrived));
-        answer = built();
-      } else {
-        const arrived = performance.now();
-        if (op === 'PutObject') md5Hex(body);
-        await wait(latencyMs - (performance.now() - arrived));
-        answer = handlers.handle(op, parsed);
-      }
+      const arrived = performance.now();
+      const built = READS.has(op) ? attempt(() => handlers.handle(op, parsed)) : undefined;
+      if (op === 'PutObject') md5Hex(body);
+      await wait(latencyMs - (performance.now() - arrived));
+      answer = built ? built() : handlers.handle(op, parsed);
       if (options.onWrite && key !== null && answer.status < 300 && (op === 'PutObject' || op === 'DeleteObject')) {
         options.onWrite({ op, bucket, key, timeMs: Date.now(), object: op === 'PutObject' ? store.bucket(bucket)?.get(key) : undefined });
       }
