@@ -159,13 +159,8 @@ export function serializePartitionFile(entries: ReadonlyMap<string, IndexEntry>)
 /** A string JSON writes as itself between quotes, in ASCII: no quote, backslash, control or non-ASCII character. */
 const PLAIN_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 
-/** The fixed text around a plain entry's key (twice), size and time, as bytes. */
-const PLAIN_PARTS = ['"', '":{"key":"', '","size":', ',"lastModified":"', '"}'].map((text) => Buffer.from(text, 'latin1'));
-
-/** Their length, and a comma's. */
-const PLAIN_OVERHEAD = PLAIN_PARTS.reduce((sum, part) => sum + part.length, 1);
-
-const COMMA = 0x2c;
+/** Characters of plain entries gathered before they are copied into the buffer. */
+const RUN_LENGTH = 16384;
 
 /** `head` with an `entries` object after its fields, into one buffer (see `serializeIndex`). */
 function serializeEntries(
@@ -189,35 +184,28 @@ function serializeEntries(
     room(Buffer.byteLength(value, 'utf8'));
     used += out.write(value, used, 'utf8');
   };
-  /** Copies `bytes` (room made already) one by one: for a few bytes, cheaper than a call into the buffer's native code. */
-  const put = (bytes: Uint8Array): void => {
-    for (let i = 0; i < bytes.length; i++) out[used++] = bytes[i];
-  };
-  /** Copies ASCII `value` (room made already). */
-  const ascii = (value: string): void => {
-    used += out.write(value, used, 'latin1');
+  // Plain entries are gathered as text and copied in runs: one copy per run costs less than several per entry.
+  let run = '';
+  const flush = (): void => {
+    room(run.length);
+    used += out.write(run, used, 'latin1');
+    run = '';
   };
   text(`${jsonText(head)!.slice(0, -1)},"entries":{`);
-  let first = true;
+  let comma = '';
   for (const [key, entry] of index.entries) {
     // The usual entry is written by hand, without JSON.stringify: its texts need no escaping.
     if (isPlainEntry(key, entry) && PLAIN_TEXT.test(key) && PLAIN_TEXT.test(entry.lastModified)) {
-      const size = String(entry.size);
-      room(2 * key.length + size.length + entry.lastModified.length + PLAIN_OVERHEAD);
-      if (!first) out[used++] = COMMA;
-      put(PLAIN_PARTS[0]);
-      ascii(key);
-      put(PLAIN_PARTS[1]);
-      ascii(key);
-      put(PLAIN_PARTS[2]);
-      for (let i = 0; i < size.length; i++) out[used++] = size.charCodeAt(i);
-      put(PLAIN_PARTS[3]);
-      ascii(entry.lastModified);
-      put(PLAIN_PARTS[4]);
-    } else text(`${first ? '' : ','}${entryJson(key, entry)}`);
-    first = false;
+      run += `${comma}"${key}":{"key":"${key}","size":${entry.size},"lastModified":"${entry.lastModified}"}`;
+      if (run.length >= RUN_LENGTH) flush();
+    } else {
+      flush();
+      text(`${comma}${entryJson(key, entry)}`);
+    }
+    comma = ',';
     written++;
   }
+  flush();
   text('}}');
   // A buffer much larger than its content is cut to size; a little slack is not worth a copy.
   return used < out.length * 0.8 ? Buffer.from(out.subarray(0, used)) : out.subarray(0, used);

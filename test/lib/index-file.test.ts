@@ -137,6 +137,23 @@ describe('serializeIndex', () => {
     expect(serializeIndex(index).toString('utf8')).toBe(expected);
   });
 
+  it('writes long runs of plain entries, broken by other entries, as JSON.stringify does', () => {
+    const entries = new Map<string, IndexEntry>();
+    for (let i = 0; i < 3000; i++) {
+      const key = `data/m/${String(i).padStart(5, '0')}/raw`;
+      const plain = i % 997 !== 500;
+      entries.set(
+        key,
+        plain
+          ? ({ key, size: i, lastModified: '2026-05-04T15:20:00.000Z' } as IndexEntry)
+          : ({ key, size: i, lastModified: 'x', sha256: 'é' } as IndexEntry),
+      );
+    }
+    const index = { version: 1 as const, lastPulled: '2026-05-04T15:24:03.000Z', entries, extra: {} };
+    const expected = `{"version":1,"lastPulled":"2026-05-04T15:24:03.000Z","entries":{${[...entries].map(([k, e]) => `${JSON.stringify(k)}:${JSON.stringify(e)}`).join(',')}}}`;
+    expect(serializeIndex(index).toString('utf8')).toBe(expected);
+  });
+
   it('serialises an index larger than one chunk (over 1 MiB) whole', () => {
     const entries = Array.from({ length: 12_000 }, (_, i) =>
       indexEntry(`data/a/b/${String(i).padStart(6, '0')}/raw`, { size: i, sha256: 'f'.repeat(64) }),
