@@ -113,6 +113,23 @@ export function extrapolate(folder: string, keys: readonly string[], pages: numb
 }
 
 /**
+ * Bounds that cut what is left of a run of names after `names` (consecutive, as one page listed them, all
+ * starting with `stem`) into at most `count` pieces of about as many names each, none smaller than
+ * `minPages` such pages: judged by how far along the names after `stem` the page reached, read as fractions.
+ * Names past the run's end fall in the last piece. Empty when fewer than two pieces would be cut.
+ */
+export function cutRest(stem: string, names: readonly string[], minPages: number, count: number): string[] {
+  const scale = KeyScale.of(stem, names);
+  const last = scale.fraction(names[names.length - 1]);
+  const page = last - scale.fraction(names[0]);
+  if (!(page > 0)) return [];
+  const pieces = Math.min(count, Math.floor((1 - last) / (page * minPages)));
+  const out: string[] = [];
+  for (let i = 1; i < pieces; i++) out.push(scale.key(last + (i * (1 - last)) / pieces));
+  return out;
+}
+
+/**
  * How many slices of at least MIN_SLICE_PAGES pages `children` sibling folders of `folder` make, judged by
  * how many keys each child of `folder` held in a page just listed. When one child fills half a page or
  * more (or the page says nothing), every sibling may be worth a slice of its own.

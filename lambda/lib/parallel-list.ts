@@ -7,7 +7,7 @@
  * by extrapolating a page of its keys (`key-space.ts`). docs/DESIGN.md tells the whole of it.
  */
 import { ConfigError, IndexerError } from './errors';
-import { MIN_SLICE_PAGES, commonFolder, compareKeys, extrapolate, piecesOf, spread } from './key-space';
+import { MIN_SLICE_PAGES, commonFolder, compareKeys, cutRest, extrapolate, piecesOf, spread } from './key-space';
 import type { Lister } from './list';
 import { type Hints, type Segment, type Slice, Slots, endOf } from './parallel-slices';
 import type { ListPage, S3Store } from './s3';
@@ -29,6 +29,12 @@ export interface ParallelListOptions {
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
 const MAX_FAILED_SPLITS = 4;
+/** The end of a listing, when tail pieces are cut: no more than a third as many slices still listing as are wanted. */
+const TAIL_SHARE = 3;
+/** A page whose keys fall in at least this share as many sub-folders of one folder as it holds keys spans a wide folder. */
+const WIDE_SHARE = 8;
+/** Pages a tail piece holds at least. */
+const TAIL_PIECE_PAGES = 0.5;
 /** Folder levels probed at once when cutting a slice; one, going a level deeper when it finds nothing (fewer requests than two). */
 const LEVELS = 1;
 
@@ -38,6 +44,8 @@ class ParallelListing {
   /** Slices wanted at once: one per request slot; a slice is cut further only while there are fewer. */
   private readonly target: number;
   private unfinished = 0;
+  /** Whether as many slices as wanted were listing at once: from then on, fewer means the listing nears its end. */
+  private saturated = false;
   private failure: unknown;
   private stopped = false;
   private readonly running = new Set<Promise<void>>();
@@ -106,6 +114,7 @@ class ParallelListing {
   private slice(after: string | undefined, segments: Segment[], hints?: Hints): Slice {
     const slice: Slice = { after, segments, pages: [], recent: [], done: false, splitting: false, depth: 0, failedSplits: 0, hints };
     this.unfinished++;
+    if (this.unfinished >= this.target) this.saturated = true;
     this.track(this.run(slice));
     return slice;
   }
@@ -248,6 +257,11 @@ class ParallelListing {
       else slice.failedSplits = MAX_FAILED_SPLITS; // what is left is small
       return;
     }
+    const tail = this.tailCuts(slice, want(), inside);
+    if (tail.length > 0) {
+      this.cut(slice, tail, [], slice.hints ?? { folder: '', children: [] });
+      return;
+    }
     const chain = this.folderChain(slice);
     const folders = chain.slice(slice.depth, slice.depth + LEVELS);
     if (folders.length === 0) {
@@ -316,6 +330,33 @@ class ParallelListing {
       slice.splitting = false;
       if (descend && !slice.done) this.track(this.split(slice, true));
     }
+  }
+
+  /**
+   * Near the end of the listing, a slice whose last page was full and spread over many sub-folders of one
+   * folder is cut at once, by the names of those sub-folders read as fractions, into pieces of what is left
+   * of them (down to half a page each: a piece misjudged by half still takes one request): a probe would
+   * cost a round trip, and a rest of a few pages listed by one slice, a round trip each, while the rest of
+   * the listing is done.
+   */
+  private tailCuts(slice: Slice, count: number, inside: (bound: string) => boolean): string[] {
+    if (!this.saturated || this.unfinished * TAIL_SHARE > this.target || slice.recent.length < this.pageSize) return [];
+    const keys = slice.recent;
+    const folder = commonFolder(keys[0].key, keys[keys.length - 1].key);
+    if (folder.length < slice.segments[0].prefix.length) return [];
+    // The sub-folders' names without their slash, read after what the page's first and last share.
+    const names: string[] = [];
+    for (const { key } of keys) {
+      const slash = key.indexOf('/', folder.length);
+      const name = slash < 0 ? key : key.slice(0, slash);
+      if (names[names.length - 1] !== name) names.push(name);
+    }
+    if (names.length < 2 || names.length * WIDE_SHARE < this.pageSize) return [];
+    const first = names[0];
+    const last = names[names.length - 1];
+    let shared = folder.length;
+    while (shared < first.length && first.charCodeAt(shared) === last.charCodeAt(shared)) shared++;
+    return [...new Set(cutRest(first.slice(0, shared), names, TAIL_PIECE_PAGES, count))].filter(inside);
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   type ListPage,
   type S3Store,
   compareKeys,
+  cutRest,
   healRoot,
   isRefusedKey,
   listScopes,
@@ -181,6 +182,35 @@ describe('compareKeys', () => {
   });
 });
 
+describe('cutRest', () => {
+  it('cuts the rest of evenly spread names into pieces of about as many names, in order', () => {
+    // GIVEN a page of names a quarter of the way through 4,000 hash-named folders
+    const r = random(7);
+    const all = Array.from({ length: 4000 }, () => `f/w-${hex(r() * 2 ** 32)}`).sort(compareKeys);
+    const page = all.slice(1000, 1100);
+
+    // WHEN the rest is cut into 6 pieces of at least half a page
+    const bounds = cutRest('f/w-', page, 0.5, 6);
+
+    // THEN there are 5 bounds, in order, after the page, each piece holding about a sixth of the rest
+    expect(bounds).toHaveLength(5);
+    expect([...bounds].sort(compareKeys)).toEqual(bounds);
+    const edges = [page[page.length - 1], ...bounds, '\uffff'];
+    for (let i = 0; i + 1 < edges.length; i++) {
+      const held = all.filter((n) => compareKeys(n, edges[i]) > 0 && compareKeys(n, edges[i + 1]) <= 0).length;
+      expect(held).toBeGreaterThan(2900 / 6 / 2);
+      expect(held).toBeLessThan((2900 / 6) * 2);
+    }
+  });
+
+  it('cuts nothing when what is left would not make two pieces of the smallest size', () => {
+    const r = random(7);
+    const all = Array.from({ length: 4000 }, () => `f/w-${hex(r() * 2 ** 32)}`).sort(compareKeys);
+    expect(cutRest('f/w-', all.slice(3880, 3980), 0.5, 16)).toEqual([]);
+    expect(cutRest('f/w-', all.slice(3700, 3800), 0.5, 16).length).toBeGreaterThan(0);
+  });
+});
+
 describe('parallelLister against an in-memory S3', () => {
   for (const [name, layout] of Object.entries(layouts)) {
     it(`lists exactly the sequential listing, in order: ${name}`, async () => {
@@ -239,6 +269,26 @@ describe('parallelLister against an in-memory S3', () => {
     // (33 here; 82 when the half of data/ in its first folder stayed one slice until late)
     expect(listed).toEqual([...new Set(keys)].sort(compareKeys));
     expect(memory.counts.depth).toBeLessThanOrEqual(40);
+  });
+
+  it('cuts a wide folder left to one slice at the end of the listing into pieces, without a probe', async () => {
+    // GIVEN 16 folders of 300 keys, the last with a sub-folder of 1,200 hash-named folders of 1 to 3 keys; 100 keys a page
+    const r = random(6);
+    const keys: string[] = [];
+    for (let f = 0; f < 16; f++) for (let i = 0; i < 300; i++) keys.push(`root/f${hex(f, 2)}/k-${hex(r() * 2 ** 32)}.json`);
+    for (let i = 0; i < 1200; i++) {
+      const id = hex(r() * 2 ** 48, 12);
+      for (let v = 1; v <= 1 + (i % 3); v++) keys.push(`root/f0f/wide/w-${id}/${v}/raw`);
+    }
+    const memory = memoryStore(keys, { latencyMs: 5 });
+
+    // WHEN it is listed with 16 requests at once
+    const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(memory.store, 'root/'));
+
+    // THEN it is complete, and the wide folder's rest did not take a round trip a page
+    expect(listed).toEqual([...new Set(keys)].sort(compareKeys));
+    // (12 here; 31 when that rest was listed by one slice, a page a round trip)
+    expect(memory.counts.depth).toBeLessThanOrEqual(18);
   });
 
   it('stops listing when the consumer stops early', async () => {
