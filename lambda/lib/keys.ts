@@ -3,15 +3,19 @@ import { CONTROL_DIR, INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_DIR, segmentP
 
 const INTERNAL_EXACT = new Set([INDEX_KEY, '.push-queue.json', LOCK_KEY, '.datastore-sync-state.json']);
 const INTERNAL_LAST_SEGMENT = new Set(['.lock', NAMESPACE_MARKER, '_catalog.db']);
+const DOT_OR_UNDERSCORE = new Set(['.'.charCodeAt(0), '_'.charCodeAt(0)]);
 
 /** True when a relative key is never indexed: internal to swamp, or a folder marker (`x/`, or the root itself). */
 export function isInternalKey(rel: string): boolean {
   // Consoles create zero-byte "folders"; a client cannot store a file named `data/`, so they are not data.
   if (rel === '' || rel.endsWith('/')) return true;
+  // Every other internal key starts, or has its last segment start, with `.` or `_`: the usual key is told at once.
+  const last = rel.lastIndexOf('/') + 1;
+  if (!DOT_OR_UNDERSCORE.has(rel.charCodeAt(0)) && !DOT_OR_UNDERSCORE.has(rel.charCodeAt(last))) return false;
   if (INTERNAL_EXACT.has(rel)) return true;
   if (rel === '_index' || rel === '_control' || rel.startsWith(SHARD_DIR) || rel.startsWith(CONTROL_DIR)) return true;
-  const last = rel.slice(rel.lastIndexOf('/') + 1);
-  return INTERNAL_LAST_SEGMENT.has(last) || last.startsWith('_catalog.db-');
+  const segment = rel.slice(last);
+  return INTERNAL_LAST_SEGMENT.has(segment) || segment.startsWith('_catalog.db-');
 }
 
 /** The namespace a key's marker declares (`<ns>/.namespace.json`), or undefined. */
