@@ -25,7 +25,7 @@ export interface HealOptions {
   readonly mode: HealMode;
   /** Heal only this namespace; by default the root's own index and every namespace in it. */
   readonly namespace?: string;
-  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time (a shard-first scope's: with a `window` of `PARTITION_WINDOW` pages) */
+  /** How the root is listed. @default `parallelLister()`: slices of the key space listed 16 requests at a time (a shard-first scope's: with a `window` of `PARTITION_WINDOW` pages; without ETags) */
   readonly lister?: Lister;
   /** A listing made already (of the root, or of `namespace` when given), e.g. one resumed across invocations; `lister` is then unused. */
   readonly listing?: ScopedListing;
@@ -125,7 +125,8 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   // The listing starts while the layout is read, a round trip sooner; a heal by partitions then narrows
   // the default lister's window, before it can have buffered more than a round of pages.
   let window = Number.POSITIVE_INFINITY;
-  const listing = startListing(options.lister ?? parallelLister({ window: () => window }), store, base);
+  // A heal keeps no listed ETag: they are not read.
+  const listing = startListing(options.lister ?? parallelLister({ window: () => window, etags: false }), store, base);
   try {
     const shards = await shardBaseFor(store, target);
     if (!shards) return await healWhole(store, root, target, base, listing, options);

@@ -12,7 +12,7 @@
  * answer that says `<EncodingType>url</EncodingType>` are decoded here (`decodeUrlKey`).
  */
 
-/** One listed object, as S3 reports it; `lastModified` in `toISOString`'s form, `etag` without quotes. */
+/** One listed object, as S3 reports it; `lastModified` in `toISOString`'s form, `etag` without quotes (empty when not read). */
 export interface ListedEntry {
   readonly key: string;
   readonly size: number;
@@ -195,7 +195,11 @@ class PageReader {
   /** Set when the answer says its keys are URL-encoded. */
   urlEncoded = false;
 
-  constructor(readonly bytes: Buffer) {}
+  constructor(
+    readonly bytes: Buffer,
+    /** Whether ETags are read; otherwise each object's is empty. */
+    private readonly etags: boolean,
+  ) {}
 
   /** A key or prefix as listed: decoded when the answer is URL-encoded. */
   keyText(text: string): string {
@@ -282,7 +286,7 @@ class PageReader {
     if (!key || !Number.isSafeInteger(size)) {
       throw new Unrecognised('a <Contents> without a usable Key, Size or LastModified');
     }
-    return { key: this.keyText(key), size, lastModified, etag: this.etagOf(from, to) };
+    return { key: this.keyText(key), size, lastModified, etag: this.etags ? this.etagOf(from, to) : '' };
   }
 
   /**
@@ -347,7 +351,7 @@ class PageReader {
     if (!keyText || !Number.isSafeInteger(sizeValue)) {
       throw new Unrecognised('a <Contents> without a usable Key, Size or LastModified');
     }
-    return { key: this.keyText(keyText), size: sizeValue, lastModified, etag: etag >= 0 ? this.etagAt(etag, etagEnd) : '' };
+    return { key: this.keyText(keyText), size: sizeValue, lastModified, etag: etag >= 0 && this.etags ? this.etagAt(etag, etagEnd) : '' };
   }
 
   /** Where the last `flatObject` ended. */
@@ -373,12 +377,13 @@ class PageReader {
 /**
  * Reads a ListObjectsV2 answer (`<ListBucketResult>`), or answers undefined when the document is anything
  * else or uses XML this reader does not handle (CDATA, comments, an encoding other than `url`, unknown entities).
+ * Without `etags`, each object's ETag is left empty, unread.
  */
-export function parseListObjectsV2(body: Uint8Array | string): ListObjectsPage | undefined {
+export function parseListObjectsV2(body: Uint8Array | string, etags = true): ListObjectsPage | undefined {
   let bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   // XML parsers turn CR LF and lone CR into LF before anything else; so does the SDK.
   if (bytes.includes(0x0d)) bytes = Buffer.from(bytes.toString('utf8').replace(/\r\n?/g, '\n'), 'utf8');
-  const page = new PageReader(bytes);
+  const page = new PageReader(bytes, etags);
   try {
     const rootOpen = bytes.indexOf('<ListBucketResult');
     if (rootOpen < 0 || bytes.includes('<![CDATA[') || bytes.includes('<!--')) return undefined;

@@ -25,6 +25,8 @@ export interface ParallelListOptions {
    * request, for a caller that learns what it needs once the listing has begun. @default unbounded
    */
   readonly window?: number | (() => number);
+  /** Whether listed objects carry their ETags (see `ListOptions.etags`). @default true */
+  readonly etags?: boolean;
 }
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
@@ -61,6 +63,7 @@ class ParallelListing {
     concurrency: number,
     private readonly pageSize: number,
     private readonly window: () => number,
+    private readonly etags: boolean,
   ) {
     this.slots = new Slots(concurrency);
     this.target = concurrency;
@@ -148,7 +151,7 @@ class ParallelListing {
   private async list(slice: Slice, segment: Segment): Promise<void> {
     const from = slice.last ?? slice.after;
     const startAfter = from !== undefined && compareKeys(from, segment.prefix) > 0 ? from : undefined;
-    const pages = this.store.listPages({ prefix: segment.prefix, startAfter, maxKeys: this.pageSize });
+    const pages = this.store.listPages({ prefix: segment.prefix, startAfter, maxKeys: this.pageSize, etags: this.etags });
     try {
       for (;;) {
         // The consumer's slice waits only while pages of its own wait to be taken, so the consumer never starves.
@@ -227,7 +230,8 @@ class ParallelListing {
     try {
       if (this.stopped) return { objects: [], prefixes: [] };
       const startAfter = from !== undefined && compareKeys(from, folder) > 0 ? from : undefined;
-      const pages = this.store.listPages({ prefix: folder, delimiter: '/', startAfter, maxKeys: this.pageSize });
+      // A probe's objects only tell where to cut.
+      const pages = this.store.listPages({ prefix: folder, delimiter: '/', startAfter, maxKeys: this.pageSize, etags: false });
       const first = await pages.next();
       await pages.return(undefined);
       return first.done ? { objects: [], prefixes: [] } : first.value;
@@ -430,5 +434,6 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (typeof given === 'number' && (!(Number.isInteger(given) || given === Number.POSITIVE_INFINITY) || given < 1))
     throw new ConfigError(`The listing window must be a whole number of at least 1, got ${given}`);
   const window = typeof given === 'number' ? () => given : given;
-  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window).pages();
+  const etags = options.etags ?? true;
+  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window, etags).pages();
 }

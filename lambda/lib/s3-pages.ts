@@ -70,7 +70,7 @@ export async function directPage(
   } catch (err) {
     throw translateError(err, 'ListBucket', bucket, options.prefix);
   }
-  const page = parseListObjectsV2(body);
+  const page = parseListObjectsV2(body, options.etags !== false);
   if (page) return fromFast(page);
   // A web page or a proxy's answer with status 200 is no listing: never read it as an empty bucket.
   if (!body.includes('<ListBucketResult') && !body.includes('<Error>')) {

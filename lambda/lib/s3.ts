@@ -50,6 +50,8 @@ export interface ListOptions {
   readonly startAfter?: string;
   readonly delimiter?: string;
   readonly maxKeys?: number;
+  /** Whether objects carry their ETags; without, `etag` is empty and a page costs less CPU to read. @default true */
+  readonly etags?: boolean;
 }
 
 export { unquoteEtag };

@@ -89,6 +89,15 @@ describe('parseListObjectsV2', () => {
     ]);
   });
 
+  it('leaves ETags empty when not asked for, and reads every other field alike, in either shape', () => {
+    const xml = page(contents('p/a') + contents('p/b').replace(/></g, '>\n  <') + contents('p/c', '<Owner/>'));
+    const withEtags = parseListObjectsV2(xml)!;
+    const without = parseListObjectsV2(xml, false)!;
+    expect(without.objects).toEqual(withEtags.objects.map((o) => ({ ...o, etag: '' })));
+    expect(withEtags.objects.every((o) => o.etag === '9f86d0')).toBe(true);
+    expect({ ...without, objects: [] }).toEqual({ ...withEtags, objects: [] });
+  });
+
   it('reads an empty listing', () => {
     expect(parseListObjectsV2(page(''))).toEqual({ objects: [], prefixes: [], isTruncated: false, nextContinuationToken: undefined });
   });
