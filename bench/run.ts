@@ -153,7 +153,8 @@ function coreMeasures(target: Target, parallelism: number): Record<string, () =>
   return {
     raw: () => rawSequential(target),
     healSequential: () => heal(target, sequentialLister),
-    healParallel: () => heal(target, parallelLister({ concurrency: parallelism })),
+    // As healRoot's default lister lists: without ETags.
+    healParallel: () => heal(target, parallelLister({ concurrency: parallelism, etags: false })),
   };
 }
 
