@@ -15,7 +15,9 @@ async function main(): Promise<void> {
   if (layout === 'shard-first') await makeShardFirst(target);
   const baselineRssMb = process.memoryUsage().rss / 1048576;
   const window = layout === 'shard-first' ? PARTITION_WINDOW : undefined;
-  const timing = await heal(target, parallelLister({ concurrency: Number(concurrency), window, etags: false }), { keep: layout === 'shard-first' });
+  const timing = await heal(target, parallelLister({ concurrency: Number(concurrency), window, etags: false }), {
+    keep: layout === 'shard-first',
+  });
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
   const checked = layout === 'shard-first' ? await partitionsEqualListing(target) : undefined;
   process.stdout.write(`${JSON.stringify({ ...timing, baselineRssMb, peakRssMb, ...(checked ?? {}) })}\n`);
