@@ -29,11 +29,16 @@ export function compareKeys(a: string, b: string): number {
   return a.length - b.length;
 }
 
-/** The longest folder (empty or ending in `/`) both strings start with. */
-export function commonFolder(a: string, b: string): string {
+/** How many UTF-16 code units both strings start with. */
+export function sharedLength(a: string, b: string): number {
   let i = 0;
   while (i < a.length && i < b.length && a.charCodeAt(i) === b.charCodeAt(i)) i++;
-  return a.slice(0, a.lastIndexOf('/', i - 1) + 1);
+  return i;
+}
+
+/** The longest folder (empty or ending in `/`) both strings start with. */
+export function commonFolder(a: string, b: string): string {
+  return a.slice(0, a.lastIndexOf('/', sharedLength(a, b) - 1) + 1);
 }
 
 /** Digits of a key's suffix read as a fraction; eight digits stay exact in a double for alphabets of up to 90 characters. */

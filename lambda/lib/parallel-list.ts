@@ -7,7 +7,7 @@
  * by extrapolating a page of its keys (`key-space.ts`). docs/DESIGN.md tells the whole of it.
  */
 import { ConfigError, IndexerError } from './errors';
-import { MIN_SLICE_PAGES, commonFolder, compareKeys, cutRest, extrapolate, piecesOf, spread } from './key-space';
+import { MIN_SLICE_PAGES, commonFolder, compareKeys, cutRest, extrapolate, piecesOf, sharedLength, spread } from './key-space';
 import type { Lister } from './list';
 import { type Hints, type Segment, type Slice, Slots, endOf } from './parallel-slices';
 import type { ListPage, S3Store } from './s3';
@@ -356,11 +356,8 @@ class ParallelListing {
       if (names[names.length - 1] !== name) names.push(name);
     }
     if (names.length < 2 || names.length * WIDE_SHARE < this.pageSize) return [];
-    const first = names[0];
-    const last = names[names.length - 1];
-    let shared = folder.length;
-    while (shared < first.length && first.charCodeAt(shared) === last.charCodeAt(shared)) shared++;
-    return [...new Set(cutRest(first.slice(0, shared), names, TAIL_PIECE_PAGES, count))].filter(inside);
+    const stem = names[0].slice(0, sharedLength(names[0], names[names.length - 1]));
+    return [...new Set(cutRest(stem, names, TAIL_PIECE_PAGES, count))].filter(inside);
   }
 
   /**
