@@ -1,5 +1,6 @@
 /** Drift between an index and a listing, and the merge that heals it. */
 import { type DatastoreIndex, type IndexEntry, type ListedObject, cloneIndex, emptyIndex, entryFor } from './index-file';
+import { partitionOf } from './keys';
 
 /** An entry whose size disagrees with its object. */
 export interface ResizedEntry {
@@ -50,19 +51,33 @@ export function diffIndex(entries: ReadonlyMap<string, IndexEntry>, listing: Rea
 }
 
 /**
+ * The index with the entries of orphan partition files (see `ShardState.adoptable`) that it lacks, each
+ * then held against the listing like any entry; keys no partition takes are left out. The index itself
+ * when there are none.
+ */
+export function withOrphanEntries(
+  index: DatastoreIndex | undefined,
+  orphans: ReadonlyMap<string, IndexEntry> | undefined,
+): DatastoreIndex | undefined {
+  const lacking = [...(orphans ?? [])].filter(([key]) => !index?.entries.has(key) && partitionOf(key) !== undefined);
+  if (lacking.length === 0) return index;
+  const merged = index ? cloneIndex(index) : emptyIndex();
+  for (const [key, entry] of lacking) merged.entries.set(key, entry);
+  return merged;
+}
+
+/**
  * Applies a drift to an index: adds missing entries, drops stale ones, fixes sizes; client fields of kept
- * entries survive, and so do those of a missing key's entry in `donors` (e.g. an orphan shard) when its size matches.
+ * entries survive.
  * An index that held nothing, healed to the whole listing, shares the listing's map (see `listingAsEntries`).
  */
 export function healIndex(
   index: DatastoreIndex | undefined,
   drift: Drift,
   listing: ReadonlyMap<string, ListedObject>,
-  donors?: ReadonlyMap<string, IndexEntry>,
 ): DatastoreIndex {
   const whole =
     !index?.entries.size &&
-    !donors?.size &&
     drift.stale.length === 0 &&
     drift.resized.length === 0 &&
     drift.missing.length === listing.size;
@@ -72,8 +87,7 @@ export function healIndex(
   for (const key of drift.stale) healed.entries.delete(key);
   for (const key of drift.missing) {
     const object = listing.get(key);
-    const donor = donors?.get(key);
-    if (object) healed.entries.set(key, donor && donor.size === object.size ? donor : entryFor(object));
+    if (object) healed.entries.set(key, entryFor(object));
   }
   for (const { key } of drift.resized) {
     const object = listing.get(key);

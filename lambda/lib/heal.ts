@@ -1,5 +1,5 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
-import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
+import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean, withOrphanEntries } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { firstDriftKeys } from './key-sample';
@@ -289,7 +289,9 @@ function healPlanner(
   // Keys some earlier read of the index held during this heal.
   const indexedBefore = new Set<string>();
   return async (live: LiveIndex): Promise<Plan<HealFacts>> => {
-    const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
+    // Orphan partition files are read and merged like any other: a lockless client may be about to list them.
+    const baseIndex = withOrphanEntries(baseIndexOf(live), live.shards?.adoptable);
+    const entries = baseIndex?.entries ?? new Map<string, IndexEntry>();
     const raw = diffIndex(entries, indexable);
     const refusedStale = raw.stale.filter(isRefusedKey);
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
@@ -324,10 +326,10 @@ function healPlanner(
     const drift: Drift = { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
     const facts = { drift, unshardable, refusedStale };
     // Entries true: nothing to write, or the same index again to finish the layout (the monolith is not rewritten).
-    if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? live.index : undefined, facts };
+    if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? baseIndex : undefined, facts };
     // A whole index is copied and written next, beside the listing: stop here rather than run out of memory.
     if (live.layout !== 'shard-first') guard?.healing(describeScope(scope), indexable.size, entries.size, options.mode === 'repair');
-    return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
+    return { index: healIndex(baseIndex, drift, indexable), facts };
   };
 }
 

@@ -9,6 +9,7 @@ import { mapLimit } from '../concurrency';
 import type { S3Store, StoredObject, WriteCondition } from '../s3';
 import type { IndexScope } from '../scope';
 import type { MirrorMeta } from './manifest';
+import { readMirrorFiles } from './mirror-check';
 import { type SpeculativeRead, conditionFor } from './objects';
 import { groupByPartition } from './shards';
 import type { IndexWriteResult, LiveIndex, LiveLayout, WriteHooks } from './types';
@@ -106,11 +107,13 @@ function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIn
 
 /**
  * Refreshes the partition files beside a monolith as a client's push does: each touched partition's file
- * (`{version: 1, entries}`), then for dual-write the version-1 manifest listing every partition. A file read
- * and checked (see `checkMirror`), and the manifest, are replaced only in the version read: one a client
- * rewrote since is a conflict, and the publish reads again. Otherwise best effort, as for clients (the
- * monolith is the truth); a failure is reported through `onMirrorFailed`. Beside a plain monolith only
- * partition files that already exist are refreshed, and no manifest is made.
+ * (`{version: 1, entries}`), then for dual-write the version-1 manifest listing every partition it listed
+ * and every partition with entries. Each file, and the manifest, is replaced only in the version read (a
+ * file `checkMirror` did not read is read first): one a client rewrote since is a conflict, and the
+ * publish reads again; the re-check then holds the files against the monolith the client left. Otherwise
+ * best effort, as for clients (the monolith is the truth); a failure is reported through
+ * `onMirrorFailed`. Beside a plain monolith only partition files that already exist are refreshed, and
+ * no manifest is made.
  */
 async function writeMirror(
   store: S3Store,
@@ -133,16 +136,22 @@ async function writeMirror(
       hooks.onMirrorFailed?.({ key, error: (err as Error).message });
     }
   };
+  // Clients write these files without the lock too: one this publish has not read is read before it is replaced.
+  const unread = conditional ? targets.filter((partition) => !read?.has(partition)) : [];
+  const readNow = unread.length > 0 ? await readMirrorFiles(store, scope, unread) : new Map<string, StoredObject | undefined>();
+  const versionOf = (partition: string): string | undefined => (read?.has(partition) ? read.get(partition) : readNow.get(partition)?.etag);
   await mapLimit(targets, 8, (partition) => {
     // A partition emptied by this change keeps a file with no entries rather than a stale one.
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
-    const condition = conditional && read?.has(partition) ? conditionFor(read.get(partition)) : undefined;
+    const condition = conditional ? conditionFor(versionOf(partition)) : undefined;
     return attempt(partitionKeyOf(scope, partition), serializePartitionFile(entries), condition);
   });
   if (dualWrite && grouped.size > 0 && !conflict) {
-    const meta: MirrorMeta = { version: 1, partitions: [...grouped.keys()].sort() };
-    const metaEtag = live.mirror?.metaEtag;
-    await attempt(manifestKeyOf(scope), JSON.stringify(meta), conditional && metaEtag ? { ifMatch: metaEtag } : undefined);
+    // A partition once listed stays listed: its file may be emptied, never dropped (a client may be adding to it).
+    const partitions = new Set([...(live.mirror?.meta?.partitions ?? []), ...grouped.keys()]);
+    const meta: MirrorMeta = { version: 1, partitions: [...partitions].sort() };
+    const metaEtag = live.mirror?.metaEtag ?? live.badManifest?.etag;
+    await attempt(manifestKeyOf(scope), JSON.stringify(meta), conditional ? conditionFor(metaEtag) : undefined);
   }
   return { whole, conflict };
 }

@@ -1,5 +1,5 @@
-/** Reads and writes of single index objects: speculative reads, write conditions, and writes that adopt what they find. */
-import type { GetOptions, S3Store, StoredObject, WriteCondition, WriteResult } from '../s3';
+/** Reads and writes of single index objects: speculative reads, and the condition that replaces only the version read. */
+import type { GetOptions, S3Store, StoredObject, WriteCondition } from '../s3';
 
 /** A read started before it is known to be needed: dropped, it is aborted and its failure ignored. */
 export interface SpeculativeRead {
@@ -16,19 +16,11 @@ export function speculativeGet(store: S3Store, key: string, options: Omit<GetOpt
   return { result, drop: () => controller.abort() };
 }
 
-/** The condition that replaces exactly the version we read, or creates when there was none. */
+/**
+ * The condition that replaces exactly the version we read, or creates when there was none. A write under it
+ * that loses (412, or a create that finds the object) is a lost race: the caller reads again and merges,
+ * since clients write index files without the lock too, and a version not read may hold their entries.
+ */
 export function conditionFor(etag: string | undefined): WriteCondition {
   return etag ? { ifMatch: etag } : { ifNoneMatch: '*' };
-}
-
-/**
- * A conditional write that adopts what it finds: a create (`If-None-Match`) that loses because the object
- * exists (an orphan left by a writer that died) is retried as a replace of exactly that version.
- */
-export async function putAdopting(store: S3Store, key: string, body: Buffer, condition: WriteCondition | undefined): Promise<WriteResult> {
-  const result = await store.put(key, body, condition);
-  if (result.status === 'written' || !condition || !('ifNoneMatch' in condition)) return result;
-  const existing = await store.head(key);
-  if (!existing) return result;
-  return store.put(key, body, { ifMatch: existing.etag });
 }

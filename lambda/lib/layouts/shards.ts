@@ -6,7 +6,7 @@ import { partitionKeyOf, manifestKeyOf, publishRecordKey } from '../names';
 import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import type { ShardMeta } from './manifest';
-import { conditionFor, putAdopting } from './objects';
+import { conditionFor } from './objects';
 import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteHooks } from './types';
 
 /**
@@ -214,7 +214,8 @@ export async function writeShards(
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
     const key = partitionKeyOf(scope, partition);
     const body = serializeIndex({ version: 1, entries, extra: {}, lastPulled: next.lastPulled });
-    const result = await putAdopting(store, key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
+    // A file created or changed since it was read is someone's merge: never replaced unread (see `conditionFor`).
+    const result = await store.put(key, body, conditional ? conditionFor(shards.shardEtags.get(partition)) : undefined);
     if (result.status === 'conflict') lost ??= key;
     else etags.set(partition, result.etag);
   });
