@@ -71,16 +71,8 @@ export function withOrphanEntries(
  * entries survive.
  * An index that held nothing, healed to the whole listing, shares the listing's map (see `listingAsEntries`).
  */
-export function healIndex(
-  index: DatastoreIndex | undefined,
-  drift: Drift,
-  listing: ReadonlyMap<string, ListedObject>,
-): DatastoreIndex {
-  const whole =
-    !index?.entries.size &&
-    drift.stale.length === 0 &&
-    drift.resized.length === 0 &&
-    drift.missing.length === listing.size;
+export function healIndex(index: DatastoreIndex | undefined, drift: Drift, listing: ReadonlyMap<string, ListedObject>): DatastoreIndex {
+  const whole = !index?.entries.size && drift.stale.length === 0 && drift.resized.length === 0 && drift.missing.length === listing.size;
   const shared = whole ? listingAsEntries(listing) : undefined;
   if (shared) return { ...(index ? cloneIndex(index) : emptyIndex()), entries: shared };
   const healed = index ? cloneIndex(index) : emptyIndex();

@@ -4,6 +4,7 @@
  */
 import { LOCK_KEY, SHARD_META_KEY, type S3Store, isInternalKey, partitionOf } from '../../lambda/lib/internal';
 import { type ChaosLayout, readTruth } from './clients';
+import { listedPartitions } from './monitor';
 import type { ChaosReport } from './report';
 import { type Cast, type ChaosRun, LAYOUT_OF, ROOTS } from './setup';
 
@@ -16,6 +17,18 @@ export async function checkQuietEnd(run: ChaosRun, cast: Cast): Promise<void> {
   for await (const page of direct.listPages({ prefix: '' })) for (const o of page.objects) listing.set(o.key, o.size);
   for (const root of ROOTS) await checkRoot(direct, report, root, LAYOUT_OF[root], listing);
   await checkClientFields(direct, report, cast);
+  await checkNoShardRemoved(run, cast, listing);
+}
+
+/** Every partition a manifest was ever seen to list is listed still, and its file is there (possibly with no entries). */
+async function checkNoShardRemoved(run: ChaosRun, cast: Cast, listing: Map<string, number>): Promise<void> {
+  for (const [root, seen] of cast.listedPartitions) {
+    const now = new Set(await listedPartitions(run, root));
+    for (const p of [...seen].sort()) {
+      if (!now.has(p)) run.report.removedShards.push(`${root}: partition ${p} was dropped from the manifest`);
+      if (!listing.has(`${root}/_index/${p}.json`)) run.report.removedShards.push(`${root}: partition file ${p}.json was removed`);
+    }
+  }
 }
 
 /** One root: its truth against the listing, then what its layout keeps beside it. */

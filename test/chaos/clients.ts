@@ -3,14 +3,23 @@
  * take the lock (If-None-Match: *, stale by the holder's own ttlMs), read the index, upload, write the
  * index unconditionally (dual-write: also the touched partition files and the version-1 manifest;
  * shard-first: the touched partition files, then a version-2 manifest with commitSeq + 1), release by nonce.
+ * A current client (`kind` 'current') writes under the lock by compare-and-swap merges instead, and a
+ * lockless one ('lockless', swamp's serve handler) makes those merges without taking the lock at all.
  * Plus an out-of-band writer that puts, overwrites and deletes odd names without touching any index.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, type S3Store, partitionOf } from '../../lambda/lib/internal';
 import type { Rng } from './rng';
 import { sleep } from '../../support/sleep';
+import { locklessPush } from '../helpers/lockless';
 
 export type ChaosLayout = 'monolith' | 'dual-write' | 'shard-first';
+
+/**
+ * How a client writes the index: 'older' under the lock, unconditionally; 'current' under the lock, each
+ * index file by compare-and-swap merge; 'lockless' by those merges without the lock.
+ */
+export type ClientKind = 'older' | 'current' | 'lockless';
 export const CHAOS_LAYOUTS: readonly ChaosLayout[] = ['monolith', 'dual-write', 'shard-first'];
 
 /** An entry as a client writes it, with the client fields (and one unknown field) the indexer must keep. */
@@ -107,6 +116,7 @@ export class SwampClient {
     private readonly rng: Rng,
     private readonly stats: ClientStats,
     private readonly published: Map<string, Published>,
+    readonly kind: ClientKind = 'older',
   ) {}
 
   private get base(): string {
@@ -174,6 +184,7 @@ export class SwampClient {
 
   /** One push: 1-3 new files, sometimes an overwrite or a delete of one of ours. */
   async push(): Promise<void> {
+    if (this.kind === 'lockless') return this.pushLockless();
     const nonce = randomUUID();
     const startedAt = Date.now();
     const waited = await this.lock(nonce);
@@ -191,42 +202,65 @@ export class SwampClient {
       }
       const entries = truth.entries;
       const touched = new Set<string>();
-      const writes: ClientEntry[] = [];
-      const removed: string[] = [];
-      for (let i = 1 + this.rng.int(3); i > 0; i--) writes.push(this.entryFor(this.newKey()));
-      const own = [...this.mine.keys()];
-      if (own.length && this.rng.chance(0.3)) writes.push(this.entryFor(this.rng.pick(own)));
-      if (own.length > 3 && this.rng.chance(0.2)) {
-        const gone = this.rng.pick(own);
-        if (!writes.some((w) => w.key === gone)) removed.push(gone);
-      }
+      const { writes, removed } = await this.upload();
       for (const rel of removed) {
-        // Deleted by its owner from here on: no longer expected anywhere.
-        this.published.delete(this.base + rel);
-        this.mine.delete(rel);
-        await this.store.delete(this.base + rel);
         entries.delete(rel);
         touched.add(partitionOf(rel) ?? '');
-        this.stats.deletes++;
       }
       for (const entry of writes) {
-        this.published.delete(this.base + entry.key); // being overwritten: its old entry may change
-        await this.store.put(this.base + entry.key, bodyOf(entry), undefined, 'application/octet-stream');
-        entry.lastModified = new Date().toISOString(); // as clients do: the time of their upload
         entries.set(entry.key, entry);
         touched.add(partitionOf(entry.key) ?? '');
-        this.stats.uploads++;
       }
-      await this.writeIndex(entries, touched);
-      const at = Date.now();
-      for (const entry of writes) {
-        this.mine.set(entry.key, entry);
-        this.published.set(this.base + entry.key, { root: this.root, layout: this.layout, rel: entry.key, entry, at });
-      }
-      this.stats.pushes++;
+      if (this.kind === 'current') await locklessPush(this.store, { base: this.base, layout: this.layout, entries: writes, removed });
+      else await this.writeIndex(entries, touched);
+      this.publish(writes);
     } finally {
       await this.release(nonce);
     }
+  }
+
+  /** A push without the lock: the uploads, then each touched index file merged by compare-and-swap. */
+  private async pushLockless(): Promise<void> {
+    const { writes, removed } = await this.upload();
+    await locklessPush(this.store, { base: this.base, layout: this.layout, entries: writes, removed });
+    this.publish(writes);
+  }
+
+  /** Chooses this push's changes and makes them in S3: 1-3 new files, sometimes an overwrite or a delete of one of ours. */
+  private async upload(): Promise<{ writes: ClientEntry[]; removed: string[] }> {
+    const writes: ClientEntry[] = [];
+    const removed: string[] = [];
+    for (let i = 1 + this.rng.int(3); i > 0; i--) writes.push(this.entryFor(this.newKey()));
+    const own = [...this.mine.keys()];
+    if (own.length && this.rng.chance(0.3)) writes.push(this.entryFor(this.rng.pick(own)));
+    if (own.length > 3 && this.rng.chance(0.2)) {
+      const gone = this.rng.pick(own);
+      if (!writes.some((w) => w.key === gone)) removed.push(gone);
+    }
+    for (const rel of removed) {
+      // Deleted by its owner from here on: no longer expected anywhere.
+      this.published.delete(this.base + rel);
+      this.mine.delete(rel);
+      await this.store.delete(this.base + rel);
+      this.stats.deletes++;
+    }
+    for (const entry of writes) {
+      this.published.delete(this.base + entry.key); // being overwritten: its old entry may change
+      await this.store.put(this.base + entry.key, bodyOf(entry), undefined, 'application/octet-stream');
+      entry.lastModified = new Date().toISOString(); // as clients do: the time of their upload
+      this.stats.uploads++;
+    }
+    return { writes, removed };
+  }
+
+  /** Records the entries of a push whose index writes have landed: from now on they must never vanish. */
+  private publish(writes: readonly ClientEntry[]): void {
+    const at = Date.now();
+    for (const entry of writes) {
+      this.mine.set(entry.key, entry);
+      this.published.set(this.base + entry.key, { root: this.root, layout: this.layout, rel: entry.key, entry, at });
+    }
+    this.stats.pushes++;
   }
 
   private entryFor(rel: string): ClientEntry {

@@ -3,6 +3,7 @@
  * from its root's truth, not even for a moment. Client fields found replaced are logged with the
  * indexer's last writes (the final checks count them).
  */
+import { SHARD_META_KEY } from '../../lambda/lib/names';
 import { sleep } from '../../support/sleep';
 import { readTruth } from './clients';
 import { type Cast, type ChaosRun, LAYOUT_OF, ROOTS } from './setup';
@@ -46,6 +47,7 @@ async function checkRoot(run: ChaosRun, cast: Cast, root: string, fieldLoss: Set
     report.vanished.push(`${root}: ${truth.problem}`);
     return;
   }
+  if (LAYOUT_OF[root] !== 'monolith') for (const p of await listedPartitions(run, root)) cast.listedPartitions.get(root)?.add(p);
   for (const p of due) {
     report.entriesChecked++;
     const e = truth.entries.get(p.rel);
@@ -58,5 +60,17 @@ async function checkRoot(run: ChaosRun, cast: Cast, root: string, fieldLoss: Set
         `client fields of ${root}/${p.rel} gone at ${new Date().toISOString()}: ${JSON.stringify(e)} (client wrote ${JSON.stringify(p.entry)}); last indexer writes:\n    ${trace.slice(-8).join('\n    ')}`,
       );
     }
+  }
+}
+
+/** The partitions `root`'s manifest lists now (none when it is absent or does not parse). */
+export async function listedPartitions(run: ChaosRun, root: string): Promise<string[]> {
+  const meta = await run.direct.get(`${root}/${SHARD_META_KEY}`).catch(() => undefined);
+  if (!meta) return [];
+  try {
+    const partitions = (JSON.parse(meta.body.toString('utf8')) as { partitions?: unknown }).partitions;
+    return Array.isArray(partitions) ? partitions.filter((p): p is string => typeof p === 'string') : [];
+  } catch {
+    return [];
   }
 }

@@ -36,6 +36,8 @@ export interface ChaosReport {
   lockTimeouts: number;
   vanished: string[];
   lostFields: string[];
+  /** A partition some manifest listed that is no longer listed, or whose file is gone: no writer may remove one. */
+  removedShards: string[];
   finalMismatch: string[];
   leftovers: string[];
   crashesWithoutMessage: string[];
@@ -69,6 +71,7 @@ export function emptyReport(options: ChaosOptions): ChaosReport {
     lockTimeouts: 0,
     vanished: [],
     lostFields: [],
+    removedShards: [],
     finalMismatch: [],
     leftovers: [],
     crashesWithoutMessage: [],
@@ -108,6 +111,7 @@ export function problemsOf(report: ChaosReport): string[] {
   return [
     ...report.vanished,
     ...report.lostFields,
+    ...report.removedShards,
     ...report.finalMismatch,
     ...report.leftovers,
     ...report.crashesWithoutMessage,

@@ -51,6 +51,7 @@ function row(r: ChaosReport): string {
       r.finalEntries,
       r.vanished.length,
       r.lostFields.length,
+      r.removedShards.length,
       r.finalMismatch.length,
       r.lockTimeouts,
       (r.maxLockWaitMs / 1000).toFixed(1),
@@ -61,7 +62,7 @@ function row(r: ChaosReport): string {
 }
 
 const HEADER =
-  'seed | result | pushes | client ops | oob ops | repairs | lambda batches | item failures | indexer requests | faults 503/reset/drop/delay | kills | entries checked | final entries | vanished | lost fields | final mismatches | lock timeouts | max lock wait s | max wait after a kill s | drain s';
+  'seed | result | pushes | client ops | oob ops | repairs | lambda batches | item failures | indexer requests | faults 503/reset/drop/delay | kills | entries checked | final entries | vanished | lost fields | removed shards | final mismatches | lock timeouts | max lock wait s | max wait after a kill s | drain s';
 
 async function crashPoints(): Promise<void> {
   const only = process.argv[process.argv.indexOf('--only') + 1];
@@ -157,7 +158,7 @@ async function main(): Promise<void> {
       `${sum((r) => r.pushes)} client pushes, ${sum((r) => r.uploads + r.clientDeletes)} client uploads/deletes, ${sum((r) => r.oobOps)} out-of-band ops, ` +
       `${sum((r) => r.repairRuns)} repairs, ${sum((r) => r.lambdaBatches)} Lambda batches (${sum((r) => r.lambdaRecords)} records, ${sum((r) => r.itemFailures)} item failures), ` +
       `${sum((r) => r.indexerRequests)} indexer requests; faults: 503 ${sum((r) => r.faults.slowdown)}, reset ${sum((r) => r.faults.reset)}, dropped answer ${sum((r) => r.faults['drop-answer'])}, delay ${sum((r) => r.faults.delay)}; ` +
-      `kills ${JSON.stringify(kills)}; entries checked ${sum((r) => r.entriesChecked)}; vanished ${sum((r) => r.vanished.length)}, lost fields ${sum((r) => r.lostFields.length)}, ` +
+      `kills ${JSON.stringify(kills)}; entries checked ${sum((r) => r.entriesChecked)}; vanished ${sum((r) => r.vanished.length)}, lost fields ${sum((r) => r.lostFields.length)}, removed shards ${sum((r) => r.removedShards.length)}, ` +
       `final mismatches ${sum((r) => r.finalMismatch.length)}, lock timeouts ${sum((r) => r.lockTimeouts)}, max client lock wait ${(Math.max(0, ...reports.map((r) => r.maxLockWaitMs)) / 1000).toFixed(1)} s (${(Math.max(0, ...reports.map((r) => r.maxLockWaitAfterKillMs)) / 1000).toFixed(1)} s after a kill)`,
   );
   if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));

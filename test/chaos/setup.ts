@@ -12,7 +12,15 @@ import { SHARD_META_KEY, S3Store, createS3Client } from '../../lambda/lib/intern
 import { freePort } from '../../support/moto';
 import { notifyQueue } from '../../support/notifications';
 import { sleep } from '../../support/sleep';
-import { type ChaosLayout, type ClientStats, OutOfBandWriter, type Published, SwampClient, emptyClientStats } from './clients';
+import {
+  type ChaosLayout,
+  type ClientKind,
+  type ClientStats,
+  OutOfBandWriter,
+  type Published,
+  SwampClient,
+  emptyClientStats,
+} from './clients';
 import { type FaultProxy, type FaultRates, NO_FAULTS, startFaultProxy } from './fault-proxy';
 import { Killer } from './kills';
 import type { LambdaWorker } from './lambda';
@@ -27,6 +35,17 @@ const BUNDLE = join(ROOT, 'dist', 'lambda', 'index.js');
 /** The run's three roots, one per layout. */
 export const ROOTS = ['mono', 'dual', 'shard'];
 export const LAYOUT_OF: Record<string, ChaosLayout> = { mono: 'monolith', dual: 'dual-write', shard: 'shard-first' };
+/**
+ * Who writes each root besides the out-of-band writer: the monolith root, clients of the 2026.04 release
+ * (unconditional writes under the lock); the others, current clients under the lock and a lockless one (a
+ * current client's serve handler). Older clients are not mixed with lockless ones: their unconditional
+ * writes would erase the lockless client's entries whatever the indexer does.
+ */
+const KINDS_OF: Record<string, { readonly locked: ClientKind; readonly lockless: number }> = {
+  mono: { locked: 'older', lockless: 0 },
+  dual: { locked: 'current', lockless: 1 },
+  shard: { locked: 'current', lockless: 1 },
+};
 
 const FAULT_RATES: FaultRates = { slowdown: 0.04, reset: 0.02, 'drop-answer': 0.03, delay: 0.02 };
 
@@ -161,6 +180,8 @@ export interface Cast {
   readonly stats: ClientStats;
   /** What clients published and nobody deleted since, by `root/rel`. */
   readonly published: Map<string, Published>;
+  /** Every partition a root's manifest was seen to list, by root: none may ever be dropped. */
+  readonly listedPartitions: Map<string, Set<string>>;
   readonly clients: SwampClient[];
   readonly oob: OutOfBandWriter;
   readonly faultRng: Rng;
@@ -175,15 +196,21 @@ export function castOf(run: ChaosRun): Cast {
   const published = new Map<string, Published>();
   const clients: SwampClient[] = [];
   for (const root of ROOTS) {
+    const { locked, lockless } = KINDS_OF[root];
     for (let i = 0; i < (run.options.clientsPerRoot ?? 2); i++)
-      clients.push(new SwampClient(direct, root, LAYOUT_OF[root], `${root}${i}`, seededRng(rng.int(2 ** 31)), stats, published));
+      clients.push(new SwampClient(direct, root, LAYOUT_OF[root], `${root}${i}`, seededRng(rng.int(2 ** 31)), stats, published, locked));
+    for (let i = 0; i < lockless; i++)
+      clients.push(
+        new SwampClient(direct, root, LAYOUT_OF[root], `${root}-free${i}`, seededRng(rng.int(2 ** 31)), stats, published, 'lockless'),
+      );
   }
   const oob = new OutOfBandWriter(direct, ROOTS, seededRng(rng.int(2 ** 31)), stats);
   const faultRng = seededRng(rng.int(2 ** 31));
   const killRng = seededRng(rng.int(2 ** 31));
   const deliveryRng = seededRng(rng.int(2 ** 31));
   const killer = new Killer(killRng, run.kills, run.quiet, run.report);
-  return { stats, published, clients, oob, faultRng, killer, deliveryRng };
+  const listedPartitions = new Map(ROOTS.map((root) => [root, new Set<string>()]));
+  return { stats, published, listedPartitions, clients, oob, faultRng, killer, deliveryRng };
 }
 
 /** A fault proxy to moto for one of the indexer's processes (`who`), its writes traced, closed at the end of the run. */

@@ -27,7 +27,10 @@ const PREFIX = 'team';
 const BASE = `${PREFIX}/`;
 
 /** What a client of the layout reads: the monolith's entries, or every listed partition file's; plus, for dual-write, each mirror file's. */
-async function clientView(store: S3Store, layout: LocklessLayout): Promise<{ index: Map<string, IndexEntry>; mirror: Map<string, IndexEntry> }> {
+async function clientView(
+  store: S3Store,
+  layout: LocklessLayout,
+): Promise<{ index: Map<string, IndexEntry>; mirror: Map<string, IndexEntry> }> {
   const index = new Map<string, IndexEntry>();
   const mirror = new Map<string, IndexEntry>();
   const meta = await readJson<{ partitions: string[] }>(store, BASE + SHARD_META_KEY);

@@ -17,7 +17,10 @@ export interface ShardState {
   readonly byPartition: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
   /** Partition files that exist but the manifest does not list: adopted (rewritten with If-Match, then listed). */
   readonly orphans: ReadonlySet<string>;
-  /** Entries of the orphan files: clients do not see them, but an entry that matches its object keeps its client fields when adopted. */
+  /**
+   * Entries of the orphan files: clients do not see them yet, but the file may be a lockless client's merge
+   * whose manifest write is still to come, so a heal merges them like any entry (see `withOrphanEntries`).
+   */
   readonly adoptable: ReadonlyMap<string, IndexEntry>;
   /** Partitions the manifest lists whose file is missing (clients then fail: "index is corrupt"): written again. */
   readonly missing: ReadonlySet<string>;
