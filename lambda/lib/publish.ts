@@ -3,94 +3,27 @@ import { sleep } from './concurrency';
 import { ConditionalWritesUnsupportedError, PublishConflictError } from './errors';
 import { type DatastoreIndex, serializeSoon } from './index-file';
 import { readLiveIndex } from './layouts/read';
-import type { MirrorCheck } from './layouts/mirror-check';
-import type { KnownIndex, LiveIndex, UnreadablePart } from './layouts/types';
+import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
 import { type LockOptions, type DatastoreLock, withLock } from './lock';
+import type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
 
-/** What a planner decided for a live index: the index to write (none: nothing to change), and what it found on the way. */
-export interface Plan<F> {
-  readonly index?: DatastoreIndex;
-  readonly facts: F;
-}
-
-/** Decides the index a scope should have given what is live. */
-export type Planner<F> = (live: LiveIndex) => Promise<Plan<F>>;
-
-/** Structured events a caller may log. */
-export type PublishEvent =
-  | { readonly event: 'conflict'; readonly attempt: number; readonly key: string }
-  | { readonly event: 'lock-wait'; readonly holder: string; readonly waitedMs: number }
-  | { readonly event: 'conditional-writes-unsupported' }
-  | { readonly event: 'kept-unreadable-copy'; readonly copyKey: string; readonly reason: string }
-  | { readonly event: 'erased'; readonly round: number }
-  | { readonly event: 'mirror-failed'; readonly key: string; readonly error: string }
-  | { readonly event: 'held'; readonly reason: string };
-
-/** How to publish. */
-export interface PublishOptions {
-  readonly lock?: LockOptions;
-  /** Conditional write attempts before giving up. @default 6 */
-  readonly maxAttempts?: number;
-  /** Re-checks after a write, re-applying what a racing writer erased; 0 stops at the write. @default 2 */
-  readonly convergeRounds?: number;
-  /** Partition files a listing saw under `_index/`: orphans to adopt on a shard-first scope, mirror files beside a monolith. */
-  readonly shardPartitions?: readonly string[];
-  /** The live index as read already (e.g. while the scope was listed): the first read, not sent again. */
-  readonly before?: Promise<LiveIndex>;
-  /** Mirror files of a dual-write scope each read holds against the monolith; stale ones are refreshed. */
-  readonly mirrors?: MirrorCheck;
-  /** On a shard-first scope, read only these partitions (see `ReadOptions.partitions`); after a lost race, every one. */
-  readonly partitions?: ReadonlySet<string>;
-  /**
-   * Awaited before each write that could leave the scope half done for clients should the process die
-   * (see `WriteHooks.beforeRecord`): the Lambda queues the finish of its own publish here. A throw stops the publish.
-   */
-  readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
-  /** Called with the monolith's size before each read downloads it (see `ReadOptions.monolithBytes`). */
-  readonly monolithBytes?: (bytes: number) => void;
-  /**
-   * Makes every read of the index instead of `readLiveIndex` (a heal's chunk reads its partitions alone, also
-   * after a lost race); a re-check's read is given the index as written.
-   */
-  readonly read?: (known?: KnownIndex) => Promise<LiveIndex>;
-  readonly onEvent?: (event: PublishEvent) => void;
-}
-
-/** What a publish did. */
-export interface PublishOutcome<F> {
-  /** True when the index was written at least once. */
-  readonly published: boolean;
-  /** Index writes made (a conflict is not a write). */
-  readonly writes: number;
-  /** Conditional writes that lost a race (412). */
-  readonly conflicts: number;
-  readonly lockWaits: number;
-  /** Where the bytes of an unreadable index were kept before it was replaced. */
-  readonly keptCopy?: string;
-  /** False when the store rejected conditional writes and only the lock protected the write. */
-  readonly conditional: boolean;
-  /** The live index as it was first read. */
-  readonly before: LiveIndex;
-  /** The live index as last read: another writer's, when it healed the index first. */
-  readonly last: LiveIndex;
-  /** The index as written last, when written. */
-  readonly index?: DatastoreIndex;
-  /** Mirror partition files (or version-1 manifests) that could not be refreshed. */
-  readonly mirrorFailures: number;
-  /** The facts of every plan made, in order: the first is what the scope held before anything was written. */
-  readonly plans: readonly F[];
-  /** The facts of the plan whose index was written last. */
-  readonly writtenFacts?: F;
-}
+export type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome } from './publish-types';
 
 /** A plan and the version of the index it was made for: re-read unchanged under the lock, it stands. */
 interface Planned<F> {
   readonly live: LiveIndex;
   readonly plan: Plan<F>;
+}
+
+/** The first try of an attempt: the plan it was given, and reads sent as the lock is taken. */
+interface Opening<F> {
+  readonly planned: Planned<F>;
+  readonly alongside?: Promise<LiveIndex>;
+  readonly record?: Promise<boolean>;
 }
 
 /** How one attempt under the lock ended. */
@@ -219,61 +152,73 @@ class Publication<F> {
    * with the lock's release.
    */
   async attempt(planned: Planned<F>, readAgain: boolean): Promise<Attempt<F>> {
-    // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
-    // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
-    let alongside = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
-    // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
-    if (this.conditional && planned.live.shards?.partial) alongside = Promise.resolve(planned.live);
-    // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
-    let record = planned.live.shards?.recordUnread ? this.askRecord() : undefined;
-    let reuse: Planned<F> | undefined = planned;
+    const opening = this.opening(planned);
     // A monolith's bytes are made while the lock is taken, rather than after it.
     if (planned.plan.index && planned.live.layout !== 'shard-first') serializeSoon(planned.plan.index);
     return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
-        let live = await this.rereadUnderLock(lock, alongside);
-        alongside = undefined;
-        if (live.shards?.recordUnread) {
-          const found = await ((live === planned.live ? record : undefined) ?? this.askRecord());
-          record = undefined;
-          // An earlier publish stopped half way: only a read of every file can finish it.
-          if (found) {
-            this.whole = true;
-            live = await this.read();
-          }
-        }
-        const current = reuse && sameVersion(reuse.live, live) ? { live, plan: reuse.plan } : await this.plan(live);
-        reuse = undefined;
-        if (!current.plan.index) return { status: 'settled', live };
-        if (live.hold) {
-          await this.hold(live, true);
-          return { status: 'settled', live };
-        }
-        if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
-        await this.keepCopies(live);
-        const written = await this.write(live, current.plan.index);
-        if (written.status === 'written') {
-          this.writes++;
-          return {
-            status: 'written',
-            live,
-            plan: current.plan,
-            known: written.known,
-            recheck: readAgain ? this.readAhead(written.known) : undefined,
-          };
-        }
+        const tried = await this.tryOnce(lock, attempt === 0 ? opening : undefined, readAgain);
+        if (tried.status !== 'conflict') return tried;
         this.conflicts++;
         this.whole = true;
-        this.emit({ event: 'conflict', attempt, key: written.key });
+        this.emit({ event: 'conflict', attempt, key: tried.key });
         if (attempt + 1 >= (this.options.maxAttempts ?? 6)) {
           throw new PublishConflictError(
-            `The index object s3://${this.store.bucket}/${written.key} kept changing under the datastore lock: ${this.conflicts} conditional writes lost their race`,
+            `The index object s3://${this.store.bucket}/${tried.key} kept changing under the datastore lock: ${this.conflicts} conditional writes lost their race`,
             'A writer that does not take the datastore lock is rewriting it; find it (S3 server access logs name it) and retry later',
           );
         }
         await sleep(jitter(attempt));
       }
     });
+  }
+
+  /** What the first try under the lock starts from: the plan made, and the reads sent while the lock is taken. */
+  private opening(planned: Planned<F>): Opening<F> {
+    // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
+    // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
+    const monolith = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
+    // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
+    const alongside = this.conditional && planned.live.shards?.partial ? Promise.resolve(planned.live) : monolith;
+    // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
+    const record = planned.live.shards?.recordUnread ? this.askRecord() : undefined;
+    return { planned, alongside, record };
+  }
+
+  /** One read-plan-write under the lock; after a lost race (`conflict`) the caller tries again with no opening. */
+  private async tryOnce(
+    lock: DatastoreLock,
+    opening: Opening<F> | undefined,
+    readAgain: boolean,
+  ): Promise<Attempt<F> | { readonly status: 'conflict'; readonly key: string }> {
+    const reread = await this.rereadUnderLock(lock, opening?.alongside);
+    const live = reread.shards?.recordUnread ? await this.withRecordAsked(reread, opening) : reread;
+    const current = opening && sameVersion(opening.planned.live, live) ? { live, plan: opening.planned.plan } : await this.plan(live);
+    if (!current.plan.index) return { status: 'settled', live };
+    if (live.hold) {
+      await this.hold(live, true);
+      return { status: 'settled', live };
+    }
+    if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
+    await this.keepCopies(live);
+    const written = await this.write(live, current.plan.index);
+    if (written.status === 'conflict') return written;
+    this.writes++;
+    return {
+      status: 'written',
+      live,
+      plan: current.plan,
+      known: written.known,
+      recheck: readAgain ? this.readAhead(written.known) : undefined,
+    };
+  }
+
+  /** A partial read whose publish record was not asked: it stands when there is none; an earlier publish's needs a read of every file. */
+  private async withRecordAsked(live: LiveIndex, opening: Opening<F> | undefined): Promise<LiveIndex> {
+    const found = await ((live === opening?.planned.live ? opening.record : undefined) ?? this.askRecord());
+    if (!found) return live;
+    this.whole = true;
+    return this.read();
   }
 
   /** Whether the scope's publish record exists, asked now and awaited later; a failure surfaces only where it is awaited. */
@@ -299,35 +244,30 @@ class Publication<F> {
     live: LiveIndex,
     index: DatastoreIndex,
   ): Promise<{ readonly status: 'written'; readonly known?: KnownIndex } | { readonly status: 'conflict'; readonly key: string }> {
-    let known: KnownIndex | undefined;
-    const hooks = {
-      onMonolithWritten: (etag: string): void => {
-        known = { etag, index };
-      },
-      onShardsWritten: (shardEtags: ReadonlyMap<string, string>): void => {
-        known = { index, shardEtags };
-      },
-      onMirrorFailed: ({ key, error }: { key: string; error: string }): void => {
-        this.mirrorFailures++;
-        this.emit({ event: 'mirror-failed', key, error });
-      },
-      beforeRecord: this.options.beforeRecord && ((earlier?: boolean) => this.options.beforeRecord!(this.scope, earlier)),
+    const beforeRecord = this.options.beforeRecord;
+    const options: WriteOptions = {
+      beforeRecord: beforeRecord && ((earlier?: boolean) => beforeRecord(this.scope, earlier)),
       ownRecord: this.ownRecord,
-      onRecordWritten: (etag: string): void => {
-        this.ownRecord = etag;
-      },
     };
-    let result: Awaited<ReturnType<typeof writeIndex>>;
+    let result: IndexWriteResult;
     try {
-      result = await writeIndex(this.store, this.scope, live, index, this.conditional, hooks);
+      result = await writeIndex(this.store, this.scope, live, index, this.conditional, options);
     } catch (err) {
       if (!(err instanceof ConditionalWritesUnsupportedError)) throw err;
       this.noConditionalWrites();
       // Read before the lock was taken: only a read under the lock may be written without conditions.
       if (live.shards?.partial) return { status: 'conflict', key: manifestKeyOf(this.scope) };
-      result = await writeIndex(this.store, this.scope, live, index, false, hooks);
+      result = await writeIndex(this.store, this.scope, live, index, false, options);
     }
-    return result.status === 'written' ? { status: 'written', known } : result;
+    this.ownRecord = result.record ?? this.ownRecord;
+    for (const { key, error } of result.mirrorFailures) {
+      this.mirrorFailures++;
+      this.emit({ event: 'mirror-failed', key, error });
+    }
+    if (result.status === 'conflict') return result;
+    // The version written, so that a re-check finding it unchanged neither downloads nor plans it again.
+    if (result.shardEtags) return { status: 'written', known: { index, shardEtags: result.shardEtags } };
+    return { status: 'written', known: result.monolithEtag ? { etag: result.monolithEtag, index } : undefined };
   }
 
   erased(round: number): void {

@@ -12,7 +12,7 @@ import type { MirrorMeta } from './manifest';
 import { readMirrorFiles } from './mirror-check';
 import { type SpeculativeRead, conditionFor } from './objects';
 import { groupByPartition } from './shards';
-import type { IndexWriteResult, LiveIndex, LiveLayout, WriteHooks } from './types';
+import type { IndexWriteResult, LiveIndex, LiveLayout, MirrorFailure, WriteOptions } from './types';
 
 /**
  * The layout beside a monolith, with the partitions whose mirror files an earlier publish recorded (before
@@ -61,7 +61,7 @@ export async function writeMonolith(
   live: LiveIndex,
   next: DatastoreIndex,
   conditional: boolean,
-  hooks: WriteHooks,
+  options: WriteOptions,
 ): Promise<IndexWriteResult> {
   const etag = live.state === 'absent' ? undefined : live.etag;
   // Grouped once, for both the partitions to refresh and their bodies; a plain monolith needs neither.
@@ -71,22 +71,23 @@ export async function writeMonolith(
   // Recorded before the monolith: a run that stops before its partition files leaves it, and the next run refreshes them.
   if (targets.length > 0) {
     // Beside a plain monolith clients read only the monolith, which is written first: nothing they see is left half done.
-    if (live.layout === 'dual-write') await hooks.beforeRecord?.();
+    if (live.layout === 'dual-write') await options.beforeRecord?.();
     await store.put(recordKey, JSON.stringify({ startedAt: new Date().toISOString(), partitions: targets }));
   }
   const monolithTrue = live.state === 'valid' && next === live.index && !live.badManifest;
+  let monolithEtag: string | undefined;
   if (!monolithTrue) {
     const result = await store.put(indexKeyOf(scope), serializeIndex(next), conditional ? conditionFor(etag) : undefined);
-    if (result.status === 'conflict') return { status: 'conflict', key: indexKeyOf(scope) };
-    if (result.etag) hooks.onMonolithWritten?.(result.etag);
+    if (result.status === 'conflict') return { status: 'conflict', key: indexKeyOf(scope), mirrorFailures: [] };
+    monolithEtag = result.etag || undefined;
   }
-  if (live.mirror) {
-    const mirror = await writeMirror(store, scope, live, grouped, targets, conditional, hooks);
-    if (mirror.conflict) return { status: 'conflict', key: mirror.conflict };
-    // A mirror write that failed keeps the record, so the next run tries those partitions again.
-    if (mirror.whole && (targets.length > 0 || live.mirror.unfinished)) await store.delete(recordKey).catch(() => undefined);
-  }
-  return { status: 'written' };
+  if (!live.mirror) return { status: 'written', monolithEtag, mirrorFailures: [] };
+  const mirror = await writeMirror(store, scope, live, grouped, targets, conditional);
+  const { failures: mirrorFailures } = mirror;
+  if (mirror.conflict) return { status: 'conflict', key: mirror.conflict, mirrorFailures };
+  // A mirror write that failed keeps the record, so the next run tries those partitions again.
+  if (mirrorFailures.length === 0 && (targets.length > 0 || live.mirror.unfinished)) await store.delete(recordKey).catch(() => undefined);
+  return { status: 'written', monolithEtag, mirrorFailures };
 }
 
 /** The partitions whose entries differ between two indexes (all of them when there was no readable index before). */
@@ -111,8 +112,7 @@ function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIn
  * and every partition with entries. Each file, and the manifest, is replaced only in the version read (a
  * file `checkMirror` did not read is read first): one a client rewrote since is a conflict, and the
  * publish reads again; the re-check then holds the files against the monolith the client left. Otherwise
- * best effort, as for clients (the monolith is the truth); a failure is reported through
- * `onMirrorFailed`. Beside a plain monolith only partition files that already exist are refreshed, and
+ * best effort, as for clients (the monolith is the truth); failures are returned. Beside a plain monolith only partition files that already exist are refreshed, and
  * no manifest is made.
  */
 async function writeMirror(
@@ -122,18 +122,16 @@ async function writeMirror(
   grouped: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>,
   targets: readonly string[],
   conditional: boolean,
-  hooks: WriteHooks,
-): Promise<{ readonly whole: boolean; readonly conflict?: string }> {
+): Promise<{ readonly failures: readonly MirrorFailure[]; readonly conflict?: string }> {
   const dualWrite = live.layout === 'dual-write';
   const read = live.mirror?.read;
-  let whole = true;
+  const failures: MirrorFailure[] = [];
   let conflict: string | undefined;
   const attempt = async (key: string, body: string | Buffer, condition: WriteCondition | undefined): Promise<void> => {
     try {
       if ((await store.put(key, body, condition)).status === 'conflict') conflict ??= key;
     } catch (err) {
-      whole = false;
-      hooks.onMirrorFailed?.({ key, error: (err as Error).message });
+      failures.push({ key, error: (err as Error).message });
     }
   };
   // Clients write these files without the lock too: one this publish has not read is read before it is replaced.
@@ -153,7 +151,7 @@ async function writeMirror(
     const metaEtag = live.mirror?.metaEtag ?? live.badManifest?.etag;
     await attempt(manifestKeyOf(scope), JSON.stringify(meta), conditional ? conditionFor(metaEtag) : undefined);
   }
-  return { whole, conflict };
+  return { failures, conflict };
 }
 
 /** The partition files a write beside a monolith refreshes: those its change touched, those an earlier publish left unfinished, and those found stale. */

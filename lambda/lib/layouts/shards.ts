@@ -7,7 +7,7 @@ import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import type { ShardMeta } from './manifest';
 import { conditionFor } from './objects';
-import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteHooks } from './types';
+import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteOptions } from './types';
 
 /**
  * Reads the partition files a manifest lists (and `candidates` it does not: those that exist are orphans) into
@@ -162,7 +162,7 @@ export async function writeShards(
   live: LiveIndex,
   next: DatastoreIndex,
   conditional: boolean,
-  hooks: WriteHooks = {},
+  options: WriteOptions = {},
 ): Promise<IndexWriteResult> {
   const shards = live.shards!;
   const grouped = groupByPartition(next.entries);
@@ -196,15 +196,16 @@ export async function writeShards(
   });
   const recordKey = publishRecordKey(scope);
   // A record this publication left when it lost a race is its own: no earlier publish to adopt from a listing.
-  const earlier = shards.intentEtag !== undefined && shards.intentEtag !== hooks.ownRecord;
-  if (changed.length > 0 || shards.intentEtag) await hooks.beforeRecord?.(earlier);
+  const earlier = shards.intentEtag !== undefined && shards.intentEtag !== options.ownRecord;
+  if (changed.length > 0 || shards.intentEtag) await options.beforeRecord?.(earlier);
   // Recorded before the first shard: a run that stops before the manifest leaves it, and the next run finishes.
+  let record: string | undefined;
   if (changed.length > 0 && !shards.intentEtag) {
-    const record = await store.put(
+    const put = await store.put(
       recordKey,
       JSON.stringify({ commitSeq: shards.meta.commitSeq, startedAt: new Date().toISOString(), partitions: changed }),
     );
-    if (record.status === 'written') hooks.onRecordWritten?.(record.etag);
+    if (put.status === 'written') record = put.etag;
   }
   // Shards at once, the manifest after all of them; the first lost race decides.
   let lost: string | undefined;
@@ -219,16 +220,15 @@ export async function writeShards(
     if (result.status === 'conflict') lost ??= key;
     else etags.set(partition, result.etag);
   });
-  if (lost !== undefined) return { status: 'conflict', key: lost };
+  if (lost !== undefined) return { status: 'conflict', key: lost, record, mirrorFailures: [] };
   // Clients skip a change unless commitSeq moves on, and read only the partitions listed.
   const meta: ShardMeta = { ...shards.meta, version: 2, partitions: [...partitions].sort(), commitSeq: shards.meta.commitSeq + 1 };
   const metaKey = manifestKeyOf(scope);
   const result = await store.put(metaKey, JSON.stringify(meta), conditional ? conditionFor(shards.metaEtag) : undefined);
-  if (result.status === 'conflict') return { status: 'conflict', key: metaKey };
+  if (result.status === 'conflict') return { status: 'conflict', key: metaKey, record, mirrorFailures: [] };
   // Gone or not, the manifest is written: a record left behind costs one more commitSeq, never a lost change.
   if (changed.length > 0 || shards.intentEtag) await store.delete(recordKey).catch(() => undefined);
-  hooks.onShardsWritten?.(etags);
-  return { status: 'written' };
+  return { status: 'written', shardEtags: etags, record, mirrorFailures: [] };
 }
 
 /** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */

@@ -104,23 +104,35 @@ export function baseIndexOf(live: LiveIndex): DatastoreIndex | undefined {
   return live.state === 'unreadable' ? live.salvaged : undefined;
 }
 
-/** How a write of an index went: written, or which object's conditional write lost its race. */
-export type IndexWriteResult = { readonly status: 'written' } | { readonly status: 'conflict'; readonly key: string };
-
 /** A partition file the mirror of a monolith could not refresh (clients treat those writes as best effort too). */
 export interface MirrorFailure {
   readonly key: string;
   readonly error: string;
 }
 
-/** Hooks of `writeIndex`. */
-export interface WriteHooks {
-  /** The monolith was written and S3 gave it this ETag. */
-  readonly onMonolithWritten?: (etag: string) => void;
-  /** A shard-first write ended with its manifest: the ETag of each partition file it wrote or read unchanged. */
-  readonly onShardsWritten?: (etags: ReadonlyMap<string, string>) => void;
-  /** A mirror partition file or the version-1 manifest could not be written. */
-  readonly onMirrorFailed?: (failure: MirrorFailure) => void;
+/** What any write of an index leaves, whether it won or lost its race. */
+export interface IndexWriteTrace {
+  /** The ETag of the publish record a shard-first write left: after a lost race it is this publication's own. */
+  readonly record?: string;
+  /** Mirror partition files (or the version-1 manifest) that could not be refreshed. */
+  readonly mirrorFailures: readonly MirrorFailure[];
+}
+
+/**
+ * How a write of an index went: written, with the versions S3 gave it (`monolithEtag`; `shardEtags`, each
+ * partition file of a shard-first write as it stands after it, written or left as read), or which object's
+ * conditional write lost its race.
+ */
+export type IndexWriteResult =
+  | (IndexWriteTrace & {
+      readonly status: 'written';
+      readonly monolithEtag?: string;
+      readonly shardEtags?: ReadonlyMap<string, string>;
+    })
+  | (IndexWriteTrace & { readonly status: 'conflict'; readonly key: string });
+
+/** How `writeIndex` goes about a write. */
+export interface WriteOptions {
   /**
    * Awaited before the first write of a publish that clients could see half done if the writer died
    * (shard-first, dual-write): from then until the publish ends its record is left for whoever finishes it.
@@ -130,6 +142,4 @@ export interface WriteHooks {
   readonly beforeRecord?: (earlierRecord?: boolean) => Promise<void>;
   /** The ETag of the record this publication wrote before a lost race: read again, that record is its own, no earlier one's. */
   readonly ownRecord?: string;
-  /** A shard-first publish wrote its record, and S3 gave it this ETag. */
-  readonly onRecordWritten?: (etag: string) => void;
 }

@@ -4,7 +4,7 @@ import type { S3Store } from '../s3';
 import type { IndexScope } from '../scope';
 import { writeMonolith } from './mirror';
 import { writeShards } from './shards';
-import type { IndexWriteResult, LiveIndex, WriteHooks } from './types';
+import type { IndexWriteResult, LiveIndex, WriteOptions } from './types';
 
 /**
  * Writes `next` in the scope's layout, conditioned on what was read: the monolith (and, beside it, the
@@ -17,10 +17,10 @@ export async function writeIndex(
   live: LiveIndex,
   next: DatastoreIndex,
   conditional: boolean,
-  hooks: WriteHooks = {},
+  options: WriteOptions = {},
 ): Promise<IndexWriteResult> {
   if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
   return live.layout === 'shard-first'
-    ? writeShards(store, scope, live, next, conditional, hooks)
-    : writeMonolith(store, scope, live, next, conditional, hooks);
+    ? writeShards(store, scope, live, next, conditional, options)
+    : writeMonolith(store, scope, live, next, conditional, options);
 }
