@@ -1,6 +1,6 @@
 /** Drift between an index and a listing, and the merge that heals it. */
 import { type DatastoreIndex, type IndexEntry, type ListedObject, cloneIndex, emptyIndex, entryFor } from './index-file';
-import { partitionOf } from './keys';
+import { isInternalKey, isRefusedKey, partitionOf } from './keys';
 
 /** An entry whose size disagrees with its object. */
 export interface ResizedEntry {
@@ -51,35 +51,33 @@ export function diffIndex(entries: ReadonlyMap<string, IndexEntry>, listing: Rea
 }
 
 /**
- * The index with the entries of orphan partition files (see `ShardState.adoptable`) that it lacks, each
- * then held against the listing like any entry; keys no partition takes are left out. The index itself
- * when there are none.
- */
-export function withOrphanEntries(
-  index: DatastoreIndex | undefined,
-  orphans: ReadonlyMap<string, IndexEntry> | undefined,
-): DatastoreIndex | undefined {
-  const lacking = [...(orphans ?? [])].filter(([key]) => !index?.entries.has(key) && partitionOf(key) !== undefined);
-  if (lacking.length === 0) return index;
-  const merged = index ? cloneIndex(index) : emptyIndex();
-  for (const [key, entry] of lacking) merged.entries.set(key, entry);
-  return merged;
-}
-
-/**
  * Applies a drift to an index: adds missing entries, drops stale ones, fixes sizes; client fields of kept
- * entries survive.
+ * entries survive, and so do those of a missing key's entry in `donors` (e.g. an orphan shard) when its size
+ * matches; a missing key the listing lacks takes its donor's entry as it is.
  * An index that held nothing, healed to the whole listing, shares the listing's map (see `listingAsEntries`).
  */
-export function healIndex(index: DatastoreIndex | undefined, drift: Drift, listing: ReadonlyMap<string, ListedObject>): DatastoreIndex {
-  const whole = !index?.entries.size && drift.stale.length === 0 && drift.resized.length === 0 && drift.missing.length === listing.size;
+export function healIndex(
+  index: DatastoreIndex | undefined,
+  drift: Drift,
+  listing: ReadonlyMap<string, ListedObject>,
+  donors?: ReadonlyMap<string, IndexEntry>,
+): DatastoreIndex {
+  const whole =
+    !index?.entries.size &&
+    !donors?.size &&
+    drift.stale.length === 0 &&
+    drift.resized.length === 0 &&
+    drift.missing.length === listing.size;
   const shared = whole ? listingAsEntries(listing) : undefined;
   if (shared) return { ...(index ? cloneIndex(index) : emptyIndex()), entries: shared };
   const healed = index ? cloneIndex(index) : emptyIndex();
   for (const key of drift.stale) healed.entries.delete(key);
   for (const key of drift.missing) {
     const object = listing.get(key);
-    if (object) healed.entries.set(key, entryFor(object));
+    const donor = donors?.get(key);
+    if (object) healed.entries.set(key, donor && donor.size === object.size ? donor : entryFor(object));
+    // Not listed, yet missing: a donor's entry whose object was confirmed after the listing passed it.
+    else if (donor) healed.entries.set(key, donor);
   }
   for (const { key } of drift.resized) {
     const object = listing.get(key);
@@ -103,4 +101,23 @@ function listingAsEntries(listing: ReadonlyMap<string, ListedObject>): Map<strin
 export function resizedEntry(entry: IndexEntry, object: Pick<ListedObject, 'size' | 'lastModified'>): IndexEntry {
   const { sha256: _sha, localMtime: _mtime, ...rest } = entry;
   return { ...rest, size: object.size, lastModified: object.lastModified };
+}
+
+/**
+ * The keys of orphan partition files' entries (see `ShardState.adoptable`) that neither the index nor the
+ * listing holds and that were written since `since` (ms): a lockless client's upload that the listing had
+ * passed, and whose file its manifest write has not listed yet. Kept when S3 confirms the object.
+ */
+export function recentOrphans(
+  orphans: ReadonlyMap<string, IndexEntry> | undefined,
+  entries: ReadonlyMap<string, IndexEntry>,
+  listing: ReadonlyMap<string, ListedObject>,
+  since: number,
+): string[] {
+  const keys: string[] = [];
+  for (const [key, entry] of orphans ?? []) {
+    if (entries.has(key) || listing.has(key) || partitionOf(key) === undefined || isRefusedKey(key) || isInternalKey(key)) continue;
+    if (!(Date.parse(entry.lastModified) < since)) keys.push(key);
+  }
+  return keys.sort();
 }

@@ -1,5 +1,5 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
-import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean, withOrphanEntries } from './drift';
+import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean, recentOrphans } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { firstDriftKeys } from './key-sample';
@@ -289,9 +289,7 @@ function healPlanner(
   // Keys some earlier read of the index held during this heal.
   const indexedBefore = new Set<string>();
   return async (live: LiveIndex): Promise<Plan<HealFacts>> => {
-    // Orphan partition files are read and merged like any other: a lockless client may be about to list them.
-    const baseIndex = withOrphanEntries(baseIndexOf(live), live.shards?.adoptable);
-    const entries = baseIndex?.entries ?? new Map<string, IndexEntry>();
+    const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const raw = diffIndex(entries, indexable);
     const refusedStale = raw.stale.filter(isRefusedKey);
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
@@ -306,16 +304,24 @@ function healPlanner(
     // ...and an entry of another size than the listing's may describe an overwrite that followed the listing:
     // resizing it would drop the client's sha256 and localMtime of the bytes S3 holds now.
     const doubtfulSize = raw.resized.filter(({ key }) => !(Date.parse(entries.get(key)?.lastModified ?? '') < listingStartedAt - skew));
+    // ...and an orphan file's entry the listing never saw may be a lockless client's upload, its manifest write to come.
+    const orphaned = recentOrphans(live.shards?.adoptable, entries, indexable, listingStartedAt - skew);
     const stillThere = new Set<string>();
     const sizeConfirmed = new Set<string>();
     await mapLimit([...doubtful, ...unindexed], concurrency, async (key) => {
       if (await store.head(base + key)) stillThere.add(key);
+    });
+    const orphansThere = new Set<string>();
+    await mapLimit(orphaned, concurrency, async (key) => {
+      if ((await store.head(base + key))?.size === live.shards?.adoptable.get(key)?.size) orphansThere.add(key);
     });
     await mapLimit(doubtfulSize, concurrency, async ({ key, indexSize }) => {
       if ((await store.head(base + key))?.size === indexSize) sizeConfirmed.add(key);
     });
     const gone = new Set(unindexed.filter((k) => !stillThere.has(k)));
     let missing = gone.size ? raw.missing.filter((k) => !gone.has(k)) : raw.missing;
+    const adopted = orphaned.filter((k) => orphansThere.has(k));
+    if (adopted.length > 0) missing = [...missing, ...adopted].sort();
     let unshardable = 0;
     if (live.layout === 'shard-first') {
       const shardable = missing.filter((k) => partitionOf(k) !== undefined);
@@ -326,10 +332,10 @@ function healPlanner(
     const drift: Drift = { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
     const facts = { drift, unshardable, refusedStale };
     // Entries true: nothing to write, or the same index again to finish the layout (the monolith is not rewritten).
-    if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? baseIndex : undefined, facts };
+    if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? live.index : undefined, facts };
     // A whole index is copied and written next, beside the listing: stop here rather than run out of memory.
     if (live.layout !== 'shard-first') guard?.healing(describeScope(scope), indexable.size, entries.size, options.mode === 'repair');
-    return { index: healIndex(baseIndex, drift, indexable), facts };
+    return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
   };
 }
 

@@ -9,7 +9,7 @@ import { partitionOf } from '../../lambda/lib/keys';
 import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY } from '../../lambda/lib/names';
 import type { S3Store } from '../../lambda/lib/s3';
 import { indexEntry, shardMeta } from '../helpers/factories';
-import { type LocklessLayout, clientEntry, locklessPush } from '../helpers/lockless';
+import { type LocklessLayout, clientEntry, compareAndSwap, locklessPush } from '../helpers/lockless';
 import {
   connectStore,
   hookedStore,
@@ -123,6 +123,44 @@ describe('a heal racing a lockless client', () => {
     expect(index.get(entry.key)).toEqual(entry);
     expect(index.get(indexed.key)).toEqual(indexed);
     expect(blindIndexWrites(requests)).toEqual([]);
+  });
+
+  it('shard-first: an unlisted partition file a lockless client is still pushing to is merged, its new entry kept', async () => {
+    // GIVEN a shard-first root with a partition file its manifest does not list yet (a client's push under way)
+    const store = await testStore();
+    const indexed = await rootWith(store, 'shard-first', ['data/aws/ec2/i-1/1/raw']);
+    const partition = partitionOf('data/aws/ec2/i-1/1/raw')!;
+    const fileKey = `${BASE}${SHARD_DIR}${partition}.json`;
+    const first = clientEntry('data/aws/ec2/i-1/1/raw', Buffer.byteLength('body of data/aws/ec2/i-1/1/raw'));
+    await putShardLayout(store, BASE, [first]);
+    const client = connectStore(store.bucket);
+    const late = 'data/aws/ec2/i-9/1/raw';
+    const entry = clientEntry(late, 4);
+
+    // WHEN, after the listing and before the indexer reads that file, the client uploads one more object and
+    // merges it into the file; its manifest write comes after the heal
+    let raced = false;
+    const indexer = hookedStore(store.bucket, {
+      async beforeGet(key) {
+        if (raced || key !== fileKey) return;
+        raced = true;
+        await putObject(client, BASE + late, 'late');
+        await compareAndSwap(client, fileKey, (current) => ({ ...current, entries: { ...(current?.entries as object), [late]: entry } }));
+      },
+    });
+    await healRoot(indexer, { bucket: store.bucket, prefix: PREFIX }, { mode: 'repair' });
+    expect(raced).toBe(true);
+    await compareAndSwap(client, BASE + SHARD_META_KEY, (meta) => ({
+      ...meta,
+      partitions: [...new Set([...((meta?.partitions as string[] | undefined) ?? []), partition])].sort(),
+      commitSeq: ((meta?.commitSeq as number | undefined) ?? 0) + 1,
+    }));
+
+    // THEN clients read all three entries, both of the client's with their fields
+    const { index } = await clientView(store, 'shard-first');
+    expect([...index.keys()].sort()).toEqual([first.key, late, indexed.key].sort());
+    expect(index.get(late)).toEqual(entry);
+    expect(index.get(first.key)).toEqual(first);
   });
 
   it('dual-write: a mirror file found absent and then created by the client keeps both sides, in the monolith and the mirror', async () => {
