@@ -165,7 +165,7 @@ class Publication<F> {
         if (attempt + 1 >= (this.options.maxAttempts ?? 6)) {
           throw new PublishConflictError(
             `The index object s3://${this.store.bucket}/${tried.key} kept changing under the datastore lock: ${this.conflicts} conditional writes lost their race`,
-            'A writer that does not take the datastore lock is rewriting it; find it (S3 server access logs name it) and retry later',
+            'Other writers keep changing it (current swamp clients push without the lock through the serve handler, each write merging theirs): retry later; if it persists, S3 server access logs name the writer',
           );
         }
         await sleep(jitter(attempt));
