@@ -22,6 +22,7 @@ export {
   IndexTooLargeError,
   IndexerError,
   LockBusyError,
+  LockReleasedError,
   NotAListingError,
   PublishConflictError,
   S3UnavailableError,
@@ -65,6 +66,8 @@ export type { Drift, DriftCounts, ResizedEntry } from './drift';
 export type { Layout, LiveIndex } from './layouts/types';
 export type { PublishEvent, PublishOptions } from './publish';
 export { type LockOptions, releaseHeldLocks } from './lock';
+export type { LockClock } from './lock-clock';
+export { HeldLocks, type Releasable } from './held-locks';
 export { type Lister, type ScopedListing, sequentialLister } from './list';
 export { type ParallelListOptions, parallelLister } from './parallel-list';
 export { type ResumableRepairOptions, type ResumableRepairResult, repairResumable } from './repair';
