@@ -1,6 +1,6 @@
 /** The freshness bench's report: the line of each cell, the printed tables and the `--json` fields. */
 import { costRows, costTable } from './cost';
-import type { FreshnessCell, FreshnessOptions } from './freshness';
+import type { FreshnessCell, FreshnessOptions } from './freshness-types';
 
 const mib = (bytes: number): string => `${(bytes / 1048576).toFixed(1)} MiB`;
 

@@ -6,6 +6,6 @@
 export { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../lambda/env';
 export { DatastoreIndexer } from './datastore-indexer';
 export { DatastoreIndexerPropError } from './errors';
-export { type DatastoreIndexerProps, EventDelivery } from './props';
+export { type DatastoreIndexerProps, EventDelivery, type IndexerFunctionOverrides, type IndexerQueueOverrides } from './props';
 export { DatastoreIndexerStack, type DatastoreIndexerStackProps } from './stack';
 export { IndexerAlarms, type IndexerAlarmsProps } from './alarms';

@@ -69,6 +69,8 @@ export interface InvocationRecord {
 /** A running emulated event source. */
 export interface EventSource {
   readonly invocations: InvocationRecord[];
+  /** Resolves with the first invocation, made already or to come, that `matches`: a test waits for it rather than polls. */
+  invocation(matches: (record: InvocationRecord) => boolean): Promise<InvocationRecord>;
   /** Resolves once the queue holds nothing (visible, in flight or delayed) and no invocation runs, `quietMs` in a row. */
   drained(options?: { quietMs?: number; timeoutMs?: number }): Promise<void>;
   /** Stops polling and waits for running invocations. */
@@ -103,6 +105,7 @@ export function startEventSource(options: EventSourceOptions): EventSource {
   const maxConcurrency = options.maxConcurrency ?? 2;
   const queueArn = options.queueArn ?? 'arn:aws:sqs:us-east-1:123456789012:datastore-indexer';
   const invocations: InvocationRecord[] = [];
+  const awaited: { matches: (record: InvocationRecord) => boolean; resolve: (record: InvocationRecord) => void }[] = [];
   let stopping = false;
   let running = 0;
 
@@ -186,7 +189,12 @@ export function startEventSource(options: EventSourceOptions): EventSource {
       try {
         await settle(batch, failedIds);
       } finally {
-        invocations.push({ slot, records: batch.length, failed: failedIds.size, error, startedMs, ms: Date.now() - startedMs });
+        const record = { slot, records: batch.length, failed: failedIds.size, error, startedMs, ms: Date.now() - startedMs };
+        invocations.push(record);
+        for (const waiter of awaited.filter((w) => w.matches(record))) {
+          awaited.splice(awaited.indexOf(waiter), 1);
+          waiter.resolve(record);
+        }
         running--;
       }
     }
@@ -206,6 +214,11 @@ export function startEventSource(options: EventSourceOptions): EventSource {
 
   return {
     invocations,
+    invocation(matches) {
+      const made = invocations.find(matches);
+      if (made) return Promise.resolve(made);
+      return new Promise((resolve) => awaited.push({ matches, resolve }));
+    },
     async drained({ quietMs = 1500, timeoutMs = 600_000 } = {}) {
       const deadline = Date.now() + timeoutMs;
       let quietSince: number | undefined;

@@ -57,6 +57,15 @@ export class LockBusyError extends IndexerError {
   }
 }
 
+/** A lock was taken while its program was releasing its locks to exit (`releaseHeldLocks`): it was given back at once. */
+export class LockReleasedError extends IndexerError {
+  override name = 'LockReleasedError';
+
+  constructor(readonly lockKey: string) {
+    super(`The datastore lock ${lockKey} was released: the process is exiting`, 'Nothing was written under it; run the command again');
+  }
+}
+
 /** The index kept changing under us: every conditional write lost its race. */
 export class PublishConflictError extends IndexerError {
   override name = 'PublishConflictError';

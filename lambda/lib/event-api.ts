@@ -10,3 +10,19 @@ export { type ChangePlacement, type NotificationMessage, parseNotification, plac
 export { type ObjectChange, decodeEventKey, latestChanges } from './events';
 export { type ScopedKey, NamespaceResolver } from './namespaces';
 export { type ChangesFor, type DeltaOptions, type DeltaReport, type ResolvedChanges, applyDelta, recheckChanges } from './delta';
+
+// Types the functions above name, also exported by the main entry.
+export type { DatastoreIndex, IndexEntry } from './index-file';
+export type { DatastoreRoot, IndexScope } from './scope';
+export type { S3Store } from './s3';
+export type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
+export type { RequestObserver } from './s3-direct';
+export type { S3Settings } from './config';
+export type { LockOptions } from './lock';
+export type { LockClock } from './lock-clock';
+export type { HeldLocks, Releasable } from './held-locks';
+export type { PublishEvent, PublishOptions } from './publish';
+export type { MemoryBudget } from './memory';
+export type { KnownIndex, Layout, LiveIndex, LiveLayout, MirrorState, ShardState, UnreadablePart } from './layouts/types';
+export type { MirrorMeta, ShardMeta } from './layouts/manifest';
+export type { MirrorCheck } from './layouts/mirror-check';

@@ -3,7 +3,7 @@
  * fed to that scope's heal by partitions (`shard-heal.ts`); objects of namespaces inside the root are
  * gathered as `listScopes` gathers them, for the whole-index heal.
  */
-import type { HealOptions, ScopeReport } from './heal';
+import type { HealOptions, ScopeReport } from './heal-types';
 import type { ListedObject } from './index-file';
 import { compareKeys } from './key-space';
 import { isInternalKey, topFolder } from './keys';

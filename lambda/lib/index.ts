@@ -22,6 +22,7 @@ export {
   IndexTooLargeError,
   IndexerError,
   LockBusyError,
+  LockReleasedError,
   NotAListingError,
   PublishConflictError,
   S3UnavailableError,
@@ -50,6 +51,7 @@ export {
   S3Store,
 } from './s3';
 export { createS3Client } from './s3-client';
+export type { RequestObserver } from './s3-direct';
 export { namespaceExists } from './list';
 
 // The keys the contract names.
@@ -57,14 +59,20 @@ export { INDEX_KEY } from './names';
 export { isInternalKey, isRefusedKey, refusedKeyReason } from './keys';
 
 // An index as clients read it.
-export { type DatastoreIndex, type IndexEntry, type ListedObject, type ParsedIndex, parseIndex } from './index-file';
+export type { DatastoreIndex, IndexEntry, ListedObject, ParsedIndex } from './index-file';
+export { parseIndex } from './parse-index';
 
 // Check and repair: one listing, every index of the root.
 export { type HealMode, type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 export type { Drift, DriftCounts, ResizedEntry } from './drift';
-export type { Layout, LiveIndex } from './layouts/types';
+export type { KnownIndex, Layout, LiveIndex, LiveLayout, MirrorState, ShardState, UnreadablePart } from './layouts/types';
+export type { MirrorMeta, ShardMeta } from './layouts/manifest';
+export type { MirrorCheck } from './layouts/mirror-check';
+export type { MemoryBudget } from './memory';
 export type { PublishEvent, PublishOptions } from './publish';
 export { type LockOptions, releaseHeldLocks } from './lock';
+export type { LockClock } from './lock-clock';
+export { HeldLocks, type Releasable } from './held-locks';
 export { type Lister, type ScopedListing, sequentialLister } from './list';
 export { type ParallelListOptions, parallelLister } from './parallel-list';
 export { type ResumableRepairOptions, type ResumableRepairResult, repairResumable } from './repair';

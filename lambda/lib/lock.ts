@@ -1,8 +1,9 @@
 /** The datastore lock of the swamp contract: one lock object per root, shared with swamp clients. */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { sleep } from './concurrency';
-import { ConditionalWritesUnsupportedError, LockBusyError } from './errors';
+import { ConditionalWritesUnsupportedError, LockBusyError, LockReleasedError } from './errors';
+import { type HeldLocks, processLocks } from './held-locks';
+import { type LockClock, systemClock } from './lock-clock';
 import type { S3Store } from './s3';
 
 /** The lock object's body, as swamp clients write it. */
@@ -31,6 +32,10 @@ export interface LockOptions {
   readonly onWait?: (holder: string, waitedMs: number) => void;
   /** Called once when the store turns out not to implement conditional writes. */
   readonly onUnsupported?: () => void;
+  /** The time the lock runs on: its waits, heartbeats and judgement of staleness. @default the system's */
+  readonly clock?: LockClock;
+  /** Where the lock is registered while held, for `HeldLocks.releaseAll`. @default this process's (`releaseHeldLocks`) */
+  readonly registry?: HeldLocks;
 }
 
 /** The indexer's own lock lifetime (heartbeat at a third of it). */
@@ -38,42 +43,9 @@ export const INDEXER_TTL_MS = 10_000;
 /** What a lock whose body does not say its ttlMs is taken to have: what clients write. */
 const CLIENT_TTL_MS = 30_000;
 
-/** Locks this process holds now, so that an interrupted command can release them before it exits. */
-const held = new Set<DatastoreLock>();
-/**
- * Takes and releases still in flight: a take whose write S3 has already applied holds the lock although it
- * is not yet in `held`, and a release under way is no longer there; an interrupted command waits for both.
- */
-const inFlight = new Set<Promise<unknown>>();
-/** Set once the process is releasing its locks to exit: a take that lands after it is released at once. */
-let closing = false;
-
-function track<T>(work: Promise<T>): Promise<T> {
-  inFlight.add(work);
-  const done = (): void => void inFlight.delete(work);
-  work.then(done, done);
-  return work;
-}
-
 /** Releases every lock this process holds (each by nonce), waiting at most `timeoutMs`; for signal handlers. */
-export async function releaseHeldLocks(timeoutMs = 5_000): Promise<number> {
-  closing = true;
-  let released = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, timeoutMs);
-  });
-  const drain = async (): Promise<void> => {
-    while (held.size > 0 || inFlight.size > 0) {
-      const locks = [...held];
-      released += locks.length;
-      await Promise.allSettled([...locks.map((lock) => lock.release()), ...inFlight]);
-    }
-  };
-  await Promise.race([drain(), bound]);
-  clearTimeout(timer);
-  closing = false;
-  return released;
+export function releaseHeldLocks(timeoutMs = 5_000): Promise<number> {
+  return processLocks.releaseAll(timeoutMs);
 }
 
 function parseLock(body: Buffer): Partial<LockBody> {
@@ -86,9 +58,9 @@ function parseLock(body: Buffer): Partial<LockBody> {
 }
 
 /** True when the lock's holder has not renewed it within its ttl (the one it wrote, else the clients'): anyone may take it over. */
-function isStale(holder: Partial<LockBody>, lastModified: Date): boolean {
+function isStale(holder: Partial<LockBody>, lastModified: Date, now: number): boolean {
   const ttlMs = typeof holder.ttlMs === 'number' && holder.ttlMs > 0 ? holder.ttlMs : CLIENT_TTL_MS;
-  return Date.now() - lastModified.getTime() > ttlMs;
+  return now - lastModified.getTime() > ttlMs;
 }
 
 /**
@@ -97,15 +69,16 @@ function isStale(holder: Partial<LockBody>, lastModified: Date): boolean {
  *
  * @param store the bucket's S3 seam
  * @param key the lock object (`lockKeyOf(root)`)
+ * @param clock the time staleness is judged at
  * @example
  * const holder = await liveLockHolder(store, lockKeyOf(root));
  * if (holder) console.log(`a publish is under way: ${holder}`);
  */
-export async function liveLockHolder(store: S3Store, key: string): Promise<string | undefined> {
+export async function liveLockHolder(store: S3Store, key: string, clock: LockClock = systemClock): Promise<string | undefined> {
   const current = await store.get(key);
   if (!current) return undefined;
   const holder = parseLock(current.body);
-  return isStale(holder, current.lastModified) ? undefined : describeHolder(holder);
+  return isStale(holder, current.lastModified, clock.now()) ? undefined : describeHolder(holder);
 }
 
 function describeHolder(lock: Partial<LockBody>): string {
@@ -119,8 +92,8 @@ function describeHolder(lock: Partial<LockBody>): string {
 export class DatastoreLock {
   private etag: string;
   /** When our last write of the lock (taking it, or a heartbeat) was sent: nobody may find it stale for ttlMs after. */
-  private confirmedAt = Date.now();
-  private timer: NodeJS.Timeout | undefined;
+  private confirmedAt: number;
+  private stopBeating: (() => void) | undefined;
   private lostFlag = false;
   /** The renewal in flight, if any: a release waits for it, or its write would outlive the delete. */
   private beat: Promise<void> = Promise.resolve();
@@ -134,35 +107,37 @@ export class DatastoreLock {
     readonly waits: number,
     /** False when the store ignored conditions and we relied on a read-back. */
     readonly conditional: boolean,
+    private readonly clock: LockClock,
+    private readonly registry: HeldLocks,
   ) {
     this.etag = etag;
-    held.add(this);
+    this.confirmedAt = clock.now();
+    registry.held.add(this);
     if (conditional) {
-      this.timer = setInterval(
-        () => {
-          this.beat = this.heartbeat();
-        },
-        Math.max(1000, Math.floor(body.ttlMs / 3)),
-      );
-      this.timer.unref();
+      this.stopBeating = clock.every(Math.max(1000, Math.floor(body.ttlMs / 3)), () => {
+        this.beat = this.heartbeat();
+        return this.beat;
+      });
     }
   }
 
   /** Takes the lock at `key`, waiting for a live holder up to `waitMs`; stale locks are taken over. */
   static async acquire(store: S3Store, key: string, options: LockOptions = {}): Promise<DatastoreLock> {
-    const lock = await track(DatastoreLock.take(store, key, options));
-    if (closing) {
+    const registry = options.registry ?? processLocks;
+    const lock = await registry.track(DatastoreLock.take(store, key, options, registry));
+    if (registry.closing) {
       // Taken while the process was already releasing its locks to exit: give it back now.
       await lock.release().catch(() => undefined);
-      throw new Error(`The datastore lock ${key} was released: the process is exiting`);
+      throw new LockReleasedError(key);
     }
     return lock;
   }
 
-  private static async take(store: S3Store, key: string, options: LockOptions): Promise<DatastoreLock> {
+  private static async take(store: S3Store, key: string, options: LockOptions, registry: HeldLocks): Promise<DatastoreLock> {
+    const clock = options.clock ?? systemClock;
     const ttlMs = options.ttlMs ?? INDEXER_TTL_MS;
     const waitMs = options.waitMs ?? 60_000;
-    const started = Date.now();
+    const started = clock.now();
     let waits = 0;
     let conditional = true;
     for (let attempt = 0; ; attempt++) {
@@ -170,17 +145,17 @@ export class DatastoreLock {
         holder: options.holder ?? 's3-datastore-indexer',
         hostname: hostname(),
         pid: process.pid,
-        acquiredAt: new Date().toISOString(),
+        acquiredAt: new Date(clock.now()).toISOString(),
         ttlMs,
         nonce: randomUUID(),
       };
       const text = JSON.stringify(body);
       if (conditional) {
         try {
-          const sent = Date.now();
+          const sent = clock.now();
           const result = await store.put(key, text, { ifNoneMatch: '*' });
           if (result.status === 'written') {
-            const lock = new DatastoreLock(store, key, body, result.etag, waits, true);
+            const lock = new DatastoreLock(store, key, body, result.etag, waits, true, clock, registry);
             lock.confirmedAt = sent;
             return lock;
           }
@@ -195,27 +170,28 @@ export class DatastoreLock {
         if (conditional) continue;
         // Without conditions: write, then read back; the last writer wins and the others see its nonce.
         const written = await store.put(key, text);
-        await sleep(50);
+        await clock.sleep(50);
         const check = await store.get(key);
         if (written.status === 'written' && check && parseLock(check.body).nonce === body.nonce) {
-          return new DatastoreLock(store, key, body, check.etag, waits, false);
+          return new DatastoreLock(store, key, body, check.etag, waits, false, clock, registry);
         }
         continue;
       }
       const holder = parseLock(current.body);
       // Our own take whose answer was lost (the retry then met our own lock): it is ours.
-      if (conditional && holder.nonce === body.nonce) return new DatastoreLock(store, key, body, current.etag, waits, true);
-      if (isStale(holder, current.lastModified)) {
+      if (conditional && holder.nonce === body.nonce)
+        return new DatastoreLock(store, key, body, current.etag, waits, true, clock, registry);
+      if (isStale(holder, current.lastModified, clock.now())) {
         // Stale: delete exactly that version, so a holder that just renewed keeps its lock.
         await store.delete(key, current.etag);
         continue;
       }
-      const waited = Date.now() - started;
+      const waited = clock.now() - started;
       if (waited >= waitMs) throw new LockBusyError(key, describeHolder(holder), waited);
       waits++;
       options.onWait?.(describeHolder(holder), waited);
       const backoff = Math.min(2000, 100 * 2 ** Math.min(attempt, 5));
-      await sleep(Math.min(backoff / 2 + Math.random() * (backoff / 2), Math.max(0, waitMs - waited) + 10));
+      await clock.sleep(Math.min(backoff / 2 + Math.random() * (backoff / 2), Math.max(0, waitMs - waited) + 10));
     }
   }
 
@@ -227,7 +203,7 @@ export class DatastoreLock {
   private async heartbeat(): Promise<void> {
     try {
       const text = JSON.stringify(this.body);
-      const sent = Date.now();
+      const sent = this.clock.now();
       const result = await this.store.put(this.key, text, { ifMatch: this.etag });
       if (result.status === 'written') {
         this.etag = result.etag;
@@ -246,15 +222,15 @@ export class DatastoreLock {
    * the condition, it is read back, its nonce checked, and the exact version deleted.
    */
   release(): Promise<void> {
-    return track(this.releaseOnce());
+    return this.registry.track(this.releaseOnce());
   }
 
   private async releaseOnce(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    held.delete(this);
+    this.stopBeating?.();
+    this.stopBeating = undefined;
+    this.registry.held.delete(this);
     await this.beat;
-    if (this.conditional && !this.lostFlag && Date.now() - this.confirmedAt < this.body.ttlMs / 2) {
+    if (this.conditional && !this.lostFlag && this.clock.now() - this.confirmedAt < this.body.ttlMs / 2) {
       try {
         if ((await this.store.delete(this.key, this.etag, true)) === 'deleted') return;
       } catch {

@@ -7,8 +7,9 @@
  * by extrapolating a page of its keys (`key-space.ts`). docs/DESIGN.md tells the whole of it.
  */
 import { ConfigError, IndexerError } from './errors';
-import { MIN_SLICE_PAGES, commonFolder, compareKeys, cutRest, extrapolate, piecesOf, sharedLength, spread } from './key-space';
+import { MIN_SLICE_PAGES, compareKeys, extrapolate, piecesOf, spread } from './key-space';
 import type { Lister } from './list';
+import { folderChain, planCut, wideFolderCuts } from './parallel-cuts';
 import { type Hints, type Segment, type Slice, Slots, endOf } from './parallel-slices';
 import type { ListPage, S3Store } from './s3';
 
@@ -33,10 +34,6 @@ export interface ParallelListOptions {
 const MAX_FAILED_SPLITS = 4;
 /** The end of a listing, when tail pieces are cut: no more than a third as many slices still listing as are wanted. */
 const TAIL_SHARE = 3;
-/** A page whose keys fall in at least this share as many sub-folders of one folder as it holds keys spans a wide folder. */
-const WIDE_SHARE = 8;
-/** Pages a tail piece holds at least. */
-const TAIL_PIECE_PAGES = 0.5;
 /** Folder levels probed at once when cutting a slice; one, going a level deeper when it finds nothing (fewer requests than two). */
 const LEVELS = 1;
 
@@ -122,13 +119,6 @@ class ParallelListing {
     return slice;
   }
 
-  /** A range segment from `after` to `end` under the deepest folder holding both (or `base`). */
-  private range(after: string | undefined, end: { until?: string; before?: string }): Segment {
-    const bound = end.until ?? end.before;
-    const common = after !== undefined && bound !== undefined ? commonFolder(after, bound) : this.base;
-    return { prefix: common.length > this.base.length ? common : this.base, ...end };
-  }
-
   private async run(slice: Slice): Promise<void> {
     try {
       while (slice.segments.length > 0 && !this.stopped && this.failure === undefined) {
@@ -211,19 +201,6 @@ class ParallelListing {
     return end < objects.length || (until !== undefined && last === until);
   }
 
-  /** The folders around a slice's position, coarsest first: from the deepest one holding both its position and its end. */
-  private folderChain(slice: Slice): string[] {
-    const segment = slice.segments[0];
-    const from = slice.last ?? slice.after;
-    const end = endOf(segment);
-    if (from === undefined || compareKeys(from, segment.prefix) < 0) return [segment.prefix];
-    const common = end === undefined ? segment.prefix : commonFolder(from, end);
-    const chain = [common.length >= segment.prefix.length ? common : segment.prefix];
-    for (let slash = from.indexOf('/', chain[0].length); slash >= 0; slash = from.indexOf('/', slash + 1))
-      chain.push(from.slice(0, slash + 1));
-    return chain;
-  }
-
   /** A delimiter listing of `folder` after `from`: one page of its sub-folders (and objects). */
   private async probe(folder: string, from: string | undefined): Promise<ListPage> {
     await this.slots.acquire(true);
@@ -266,7 +243,7 @@ class ParallelListing {
       this.cut(slice, tail, [], slice.hints ?? { folder: '', children: [] });
       return;
     }
-    const chain = this.folderChain(slice);
+    const chain = folderChain(slice);
     const folders = chain.slice(slice.depth, slice.depth + LEVELS);
     if (folders.length === 0) {
       slice.failedSplits = MAX_FAILED_SPLITS;
@@ -326,7 +303,7 @@ class ParallelListing {
       this.cut(slice, bounds(fine), bounds(coarse), { folder: folders[folders.length - 1], children }, top);
       // The probe saw every sub-folder of that folder left in the slice, and none is: the next probe goes a
       // level deeper, at once when the slice's last page was full (its rest is big; waiting costs rounds).
-      if (top && !top.truncated && this.folderChain(slice)[0] === folders[0] && !top.prefixes.some(inside)) {
+      if (top && !top.truncated && folderChain(slice)[0] === folders[0] && !top.prefixes.some(inside)) {
         slice.depth = 1;
         descend = slice.recent.length >= this.pageSize;
       }
@@ -336,69 +313,16 @@ class ParallelListing {
     }
   }
 
-  /**
-   * Near the end of the listing, a slice whose last page was full and spread over many sub-folders of one
-   * folder is cut at once, by the names of those sub-folders read as fractions, into pieces of what is left
-   * of them (down to half a page each: a piece misjudged by half still takes one request): a probe would
-   * cost a round trip, and a rest of a few pages listed by one slice, a round trip each, while the rest of
-   * the listing is done.
-   */
+  /** Near the end of the listing, the wide folder a slice's last full page spans, cut at once (see `wideFolderCuts`). */
   private tailCuts(slice: Slice, count: number, inside: (bound: string) => boolean): string[] {
     if (!this.saturated || this.unfinished * TAIL_SHARE > this.target || slice.recent.length < this.pageSize) return [];
-    const keys = slice.recent;
-    const folder = commonFolder(keys[0].key, keys[keys.length - 1].key);
-    if (folder.length < slice.segments[0].prefix.length) return [];
-    // The sub-folders' names without their slash, read after what the page's first and last share.
-    const names: string[] = [];
-    for (const { key } of keys) {
-      const slash = key.indexOf('/', folder.length);
-      const name = slash < 0 ? key : key.slice(0, slash);
-      if (names[names.length - 1] !== name) names.push(name);
-    }
-    if (names.length < 2 || names.length * WIDE_SHARE < this.pageSize) return [];
-    const stem = names[0].slice(0, sharedLength(names[0], names[names.length - 1]));
-    return [...new Set(cutRest(stem, names, TAIL_PIECE_PAGES, count))].filter(inside);
+    return wideFolderCuts(slice, this.pageSize, count, inside);
   }
 
-  /**
-   * Ends the slice's current segment at the first bound and lists the rest as new slices, linked after it
-   * in key order. `fine` bounds (inside the sub-folder the slice is in) start range slices that end at the
-   * next bound, inclusive. `coarse` bounds are sibling folders: each starts a slice that lists that folder
-   * alone (no key read past its end), then, when the probe saw anything between it and the next bound, the
-   * keys in between.
-   */
+  /** Cuts the rest of a slice's current segment at the bounds given (see `planCut`) into new slices, linked after it in key order. */
   private cut(slice: Slice, fine: string[], coarse: string[], hints: Hints, probed?: ListPage): void {
-    const segment = slice.segments[0];
-    const rest = slice.segments.slice(1);
-    const end = { until: segment.until, before: segment.before };
     const following = slice.next;
-    const made: [string | undefined, Segment[], Hints | undefined][] = [];
-    const hintsUpTo = (lo: string | undefined, hi: string | undefined): Hints => ({
-      folder: hints.folder,
-      children: hints.children.filter((c) => (lo === undefined || compareKeys(c, lo) > 0) && (hi === undefined || compareKeys(c, hi) < 0)),
-    });
-    slice.hints = hintsUpTo(undefined, fine[0] ?? coarse[0]);
-    const first = fine[0] ?? coarse[0];
-    slice.segments = [fine.length > 0 ? { prefix: segment.prefix, until: first } : { prefix: segment.prefix, before: first }];
-    for (let i = 0; i < fine.length; i++) {
-      const last = i + 1 === fine.length;
-      const tail = last && coarse.length === 0;
-      const segments = tail
-        ? [{ prefix: segment.prefix, ...end }, ...rest]
-        : [this.range(fine[i], last ? { before: coarse[0] } : { until: fine[i + 1] })];
-      made.push([fine[i], segments, hintsUpTo(fine[i], last ? coarse[0] : fine[i + 1])]);
-    }
-    for (let i = 0; i < coarse.length; i++) {
-      const folder: Segment = { prefix: coarse[i] };
-      if (i + 1 === coarse.length) {
-        made.push([undefined, [folder, { prefix: segment.prefix, ...end }, ...rest], undefined]);
-        continue;
-      }
-      const next = coarse[i + 1];
-      const between = (key: string): boolean => compareKeys(key, coarse[i]) > 0 && compareKeys(key, next) < 0;
-      const gap = !probed || probed.prefixes.some(between) || probed.objects.some((o) => between(o.key));
-      made.push([undefined, gap ? [folder, this.range(coarse[i], { before: next })] : [folder], undefined]);
-    }
+    const made = planCut(this.base, slice, fine, coarse, hints, probed);
     let previous = slice;
     for (const [after, segments, known] of made) {
       const next = this.slice(after, segments, known);

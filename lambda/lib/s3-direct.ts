@@ -8,6 +8,7 @@ import { type Agent as HttpAgent, type IncomingMessage, request as httpRequest }
 import { type Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { sleep } from './concurrency';
+import { UnexpectedError } from './errors';
 import { type BucketEndpoint, escapeUri, resolveBucketEndpoint } from './s3-endpoint';
 import { CONNECTION_CODES, TIMEOUT_CODES } from './s3-errors';
 import { type CredentialSource, RequestSigner, canonicalQuery } from './s3-sign';
@@ -134,7 +135,12 @@ export class DirectRequests {
   /** Sends `request` with the client's retries; non-2xx answers are thrown as `DirectServiceError`. */
   async send(request: DirectRequest): Promise<DirectAnswer> {
     const endpoint = await this.usable();
-    if (!endpoint) throw new Error('the direct path is not usable for this bucket');
+    if (!endpoint) {
+      throw new UnexpectedError(`a direct ${request.op}`, {
+        name: 'DirectPathUnusable',
+        message: 'the direct path is not usable for this bucket',
+      });
+    }
     this.maxAttempts ??= (this.client.config.maxAttempts as () => Promise<number>)().then((n) => Number(n) || 3);
     const maxAttempts = await this.maxAttempts;
     for (let attempt = 1; ; attempt++) {

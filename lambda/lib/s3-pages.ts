@@ -2,7 +2,7 @@
 import { ListObjectsV2Command, type ListObjectsV2CommandOutput, type S3Client } from '@aws-sdk/client-s3';
 import { NotAListingError } from './errors';
 import { decodeUrlKey, isoTime, type ListObjectsPage, parseListObjectsV2 } from './list-xml';
-import type { ListOptions, ListPage } from './s3';
+import type { ListOptions, ListPage } from './s3-types';
 import type { DirectRequests } from './s3-direct';
 import { notAListing, translateError } from './s3-errors';
 

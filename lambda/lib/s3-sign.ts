@@ -5,6 +5,7 @@
  * canonical form once.
  */
 import { createHash, createHmac } from 'node:crypto';
+import { CredentialsError } from './errors';
 import { escapeUri } from './s3-endpoint';
 
 /** Credentials as the SDK's providers resolve them. */
@@ -91,7 +92,10 @@ export class RequestSigner {
   async sign(method: string, path: string, query: string, now: number): Promise<Record<string, string>> {
     const credentials = typeof this.credentials === 'function' ? await this.credentials() : this.credentials;
     if (typeof credentials?.accessKeyId !== 'string' || typeof credentials.secretAccessKey !== 'string')
-      throw new Error('Resolved credential object is not valid');
+      throw new CredentialsError(
+        'The AWS credential chain resolved to no access key and secret, so nothing was sent to S3',
+        'Check AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the credentials given to the client',
+      );
     const long = this.longDate(now);
     const day = long.slice(0, 8);
     const scope = `${day}/${this.region}/${this.service}/aws4_request`;

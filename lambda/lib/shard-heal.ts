@@ -18,7 +18,7 @@ import { Slots } from './parallel-slices';
 import { type Plan, type PublishEvent, type PublishOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
-import type { HealMode, ScopeReport } from './heal';
+import type { HealMode, ScopeReport } from './heal-types';
 
 /** How a heal by partitions runs (a subset of `HealOptions`). */
 export interface PartitionHealOptions {

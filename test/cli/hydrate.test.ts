@@ -1,10 +1,9 @@
 /** `datastore-indexer hydrate`, run as a user runs it: the built command against a bucket on the test S3. */
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync, watch, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { INDEX_KEY, parseIndex, partPathOf } from '../../lambda/lib/internal';
 import { readIndex, seedDatastore, summarize, testStore } from '../helpers/s3';
 import { asComparable, datastoreConfig, ensureBuiltCli, readTree, runCli, startCli, tempDir } from './helpers';
-import { sleep } from '../../support/sleep';
 
 beforeAll(ensureBuiltCli, 120_000);
 
@@ -182,8 +181,18 @@ describe('datastore-indexer hydrate', () => {
     const { child, done } = startCli([...args, '--concurrency', '2']);
     const complete = (): string[] =>
       Object.keys(bodies).filter((rel) => statSync(join(cache, rel), { throwIfNoEntry: false })?.size === 16_000);
-    const deadline = Date.now() + 30_000;
-    while (complete().length < 5 && Date.now() < deadline && child.exitCode === null) await sleep(10);
+    // Each file that lands is a rename in the cache: look then, not on a timer.
+    mkdirSync(cache, { recursive: true });
+    await new Promise<void>((resolve) => {
+      const look = (): void => {
+        if (complete().length < 5 && child.exitCode === null) return;
+        watcher.close();
+        resolve();
+      };
+      const watcher = watch(cache, { recursive: true }, look);
+      child.once('exit', look);
+      look();
+    });
     child.kill('SIGKILL');
     const killed = await done;
     const landed = complete().length;

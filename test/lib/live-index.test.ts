@@ -5,6 +5,7 @@
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
 import { CredentialsError, INDEX_KEY, S3Store, S3UnavailableError, SHARD_META_KEY, readLiveIndex } from '../../lambda/lib/internal';
 import { indexEntry, shardMeta } from '../helpers/factories';
+import { signal } from '../helpers/signal';
 import { faultyClient, putIndex, putObject, putShardLayout, testClient, connectStore, testStore } from '../helpers/s3';
 import { sleep } from '../../support/sleep';
 
@@ -20,9 +21,10 @@ interface Seen {
 
 /**
  * A client of the test endpoint that logs each request; requests whose path ends with `hold` are kept
- * waiting until aborted (or 5 s), so a test can tell a read that was dropped from one that was used.
+ * waiting until aborted (or `release`d), so a test can tell a read that was dropped from one that was used.
  */
-function watchedClient(hold?: string): { client: S3Client; seen: Seen[] } {
+function watchedClient(hold?: string): { client: S3Client; seen: Seen[]; release: () => void } {
+  const held = signal();
   const inner = testClient().config.requestHandler as unknown as Handler;
   const seen: Seen[] = [];
   let tick = 0;
@@ -30,27 +32,24 @@ function watchedClient(hold?: string): { client: S3Client; seen: Seen[] } {
     async handle(request, options) {
       const entry: Seen = { path: (request as { path: string }).path, started: tick++ };
       seen.push(entry);
-      const signal = options?.abortSignal;
+      const abort = options?.abortSignal;
       if (hold && entry.path.endsWith(hold)) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, 5000);
-          signal?.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve();
-          });
+          held.promise.then(resolve);
+          abort?.addEventListener('abort', () => resolve());
         });
       }
       try {
-        if (signal?.aborted) throw Object.assign(new Error('Request aborted'), { name: 'AbortError' });
+        if (abort?.aborted) throw Object.assign(new Error('Request aborted'), { name: 'AbortError' });
         return await inner.handle(request, options);
       } finally {
         entry.ended = tick++;
-        entry.aborted = signal?.aborted ?? false;
+        entry.aborted = abort?.aborted ?? false;
       }
     },
     destroy: () => inner.destroy?.(),
   };
-  return { client: testClient({ requestHandler: handler as unknown as S3ClientConfig['requestHandler'] }), seen };
+  return { client: testClient({ requestHandler: handler as unknown as S3ClientConfig['requestHandler'] }), seen, release: held.fire };
 }
 
 /** Fails the test if a promise rejection goes unhandled while `run` runs (and a little after). */
@@ -86,10 +85,12 @@ describe('readLiveIndex', () => {
     const store = await testStore();
     await putShardLayout(store, 's/', [indexEntry('logs/a.log', { size: 3 })], shardMeta(['logs'], 4));
     await putObject(store, `s/${INDEX_KEY}`, JSON.stringify({ version: 1, entries: {}, padding: 'x'.repeat(100_000) }));
-    const { client, seen } = watchedClient(INDEX_KEY);
+    const { client, seen, release } = watchedClient(INDEX_KEY);
     const reader = new S3Store(client, store.bucket);
 
-    const live = await withoutUnhandledRejections(() => readLiveIndex(reader, { root: { bucket: store.bucket, prefix: 's' } }));
+    const live = await withoutUnhandledRejections(() => readLiveIndex(reader, { root: { bucket: store.bucket, prefix: 's' } })).finally(
+      release,
+    );
 
     expect(live).toMatchObject({ state: 'valid', layout: 'shard-first', etag: expect.any(String) });
     expect(live.state === 'valid' && [...live.index.entries.keys()]).toEqual(['logs/a.log']);

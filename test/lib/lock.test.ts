@@ -1,6 +1,7 @@
 /** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
 import { DatastoreLock, LockBusyError, type LockBody, S3Store, healRoot, withLock } from '../../lambda/lib/internal';
 import { lockBody } from '../helpers/factories';
+import { ManualClock } from '../helpers/manual-clock';
 import { signal } from '../helpers/signal';
 import {
   connectStore,
@@ -15,15 +16,6 @@ import {
   testStore,
   trackRequests,
 } from '../helpers/s3';
-import { sleep } from '../../support/sleep';
-
-/** Polls `condition` every 50 ms until it holds; fails the test after `timeoutMs`. */
-async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  for (let waited = 0; !condition(); waited += 50) {
-    if (waited > timeoutMs) throw new Error('the condition never held');
-    await sleep(50);
-  }
-}
 
 describe('DatastoreLock', () => {
   it('writes the contract body while held and deletes it on release', async () => {
@@ -73,23 +65,40 @@ describe('DatastoreLock', () => {
     expect(waits[0]).toMatch(/^first on .+ pid \d+ since /);
   });
 
-  it('heartbeats keep a lock alive past its ttl, and a takeover is noticed as lost', async () => {
+  it('heartbeats renew the lock every third of its ttl, conditionally, and a takeover is noticed as lost', async () => {
     const store = await testStore();
-    const lock = await DatastoreLock.acquire(store, 'L', { ttlMs: 3000 });
+    const clock = new ManualClock();
+    const lock = await DatastoreLock.acquire(store, 'L', { ttlMs: 3000, clock });
     try {
-      await sleep(3300);
-      // without renewals the lock would be stale by now (ttl 3 s); renewed every second, it is live
+      const sent = trackRequests(store);
+      await clock.advance(3300);
+      // Three renewals, each on the version the one before wrote: without them the lock would be stale by now.
+      const renewals = sent.filter((r) => r.op === 'PutObject');
+      expect(renewals).toHaveLength(3);
+      expect(renewals.every((r) => r.ifMatch !== undefined)).toBe(true);
       const error = await DatastoreLock.acquire(connectStore(store.bucket), 'L', { waitMs: 0 }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(LockBusyError);
       expect(lock.lost).toBe(false);
       await putObject(store, 'L', JSON.stringify(lockBody({ nonce: 'usurper' })));
       // The next heartbeat notices the takeover.
-      await until(() => lock.lost);
+      await clock.advance(1000);
       expect(lock.lost).toBe(true);
     } finally {
       await lock.release();
     }
     expect(JSON.parse((await readObject(store, 'L'))!.toString()).nonce).toBe('usurper');
+  });
+
+  it('judges a lock stale by its ttl against the clock: live just inside it, taken over past it', async () => {
+    const store = await testStore();
+    await putObject(store, 'L', JSON.stringify(lockBody({ holder: 'swamp-cli', nonce: 'theirs', ttlMs: 3000 })));
+    const modified = (await store.head('L'))!.lastModified.getTime();
+    const inside = await DatastoreLock.acquire(store, 'L', { waitMs: 0, clock: new ManualClock(modified + 2000) }).catch((e: unknown) => e);
+    expect(inside).toBeInstanceOf(LockBusyError);
+    const lock = await DatastoreLock.acquire(store, 'L', { waitMs: 0, clock: new ManualClock(modified + 4000) });
+    expect(lock.waits).toBe(0);
+    await lock.release();
+    expect(await readObject(store, 'L')).toBeUndefined();
   });
 
   it('does not delete a lock someone else has taken over', async () => {
@@ -153,8 +162,9 @@ describe('DatastoreLock', () => {
 
   it('reads the lock back before deleting it once its last write is older than half its ttl', async () => {
     const store = await testStore();
-    const lock = await DatastoreLock.acquire(store, 'L', { ttlMs: 600 });
-    await sleep(400);
+    const clock = new ManualClock();
+    const lock = await DatastoreLock.acquire(store, 'L', { ttlMs: 600, clock });
+    await clock.advance(400);
     const sent = trackRequests(store);
     await lock.release();
     expect(sent.map((r) => r.op)).toEqual(['GetObject', 'DeleteObject']);
@@ -169,18 +179,21 @@ describe('publishing against a held lock', () => {
     const held = JSON.stringify(lockBody({ holder: 'swamp-cli', hostname: 'build-host-7', pid: 31337, ttlMs: 30_000 }));
     const lockEtag = await putObject(store, 'live/.datastore.lock', held);
 
-    const started = Date.now();
-    const error = await healRoot(connectStore(store.bucket), seeded.root, { mode: 'repair', publish: { lock: { waitMs: 1500 } } }).catch(
-      (e: unknown) => e,
-    );
-    const elapsed = Date.now() - started;
+    // Virtual time: the waits pass at once, and the clock says how long the lock was waited for.
+    const clock = new ManualClock();
+    const started = clock.now();
+    const error = await healRoot(connectStore(store.bucket), seeded.root, {
+      mode: 'repair',
+      publish: { lock: { waitMs: 1500, clock } },
+    }).catch((e: unknown) => e);
+    const elapsed = clock.now() - started;
 
     expect(error).toBeInstanceOf(LockBusyError);
     const busy = error as LockBusyError;
     expect(busy.lockKey).toBe('live/.datastore.lock');
     expect(busy.holder).toMatch(/swamp-cli on build-host-7 pid 31337 since /);
     expect(busy.message).toContain('swamp-cli on build-host-7');
-    // It waited the whole waitMs (a lower bound holds on any machine; how much longer a busy machine took is the bench's business).
+    // It waited the whole waitMs.
     expect(elapsed).toBeGreaterThanOrEqual(1500);
     // the holder's lock is untouched and no index was written
     expect((await listObjects(store, 'live/.datastore.lock'))[0].etag).toBe(lockEtag);

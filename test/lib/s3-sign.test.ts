@@ -89,8 +89,11 @@ describe('RequestSigner', () => {
     expect(await signer.sign('GET', '/b/k', '', AT)).toEqual(await sdkHeaders(credentials, { host: 'h' }, '/b/k', {}, AT));
   });
 
-  test('refuses credentials without a secret, as the SDK does', async () => {
+  test('refuses credentials without a secret, as the SDK does, with a CredentialsError saying what to check', async () => {
     const signer = new RequestSigner(async () => ({ accessKeyId: 'A' }) as never, 'eu-west-3', 's3', { host: 'h' });
-    await expect(signer.sign('GET', '/b/k', '', AT)).rejects.toThrow('Resolved credential object is not valid');
+    await expect(signer.sign('GET', '/b/k', '', AT)).rejects.toMatchObject({
+      name: 'CredentialsError',
+      hint: expect.stringContaining('AWS_PROFILE'),
+    });
   });
 });

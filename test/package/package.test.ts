@@ -28,6 +28,7 @@ const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as
 const LIBRARY_VALUES = [
   ...Object.keys(errors),
   'DEFAULT_HYDRATE_CONCURRENCY',
+  'HeldLocks',
   'INDEX_KEY',
   'S3Store',
   'createS3Client',
