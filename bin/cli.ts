@@ -29,6 +29,7 @@ import {
   rootOf,
 } from '../lambda/lib';
 import {
+  archivedLines,
   checkJson,
   checkLines,
   debugText,
@@ -170,9 +171,13 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       ),
     );
     warnSome(failed.map(({ key, error }) => `failed to pull ${JSON.stringify(key)}: ${error}`));
+    const archived = archivedLines(result);
+    warnSome(archived.keys);
+    if (archived.restore) warn(archived.restore);
     if (flags.json) printJson(hydrateJson(result, cacheDir, Date.now() - started));
     else say(hydrateLine(result));
-    return result.hydrate.failed.length > 0 ? 1 : 0;
+    // An archived file is as absent from the cache as a failed one: a rerun pulls it once it is restored.
+    return failed.length > 0 || result.hydrate.archived.length > 0 ? 1 : 0;
   } finally {
     store.client.destroy();
   }

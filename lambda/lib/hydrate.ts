@@ -16,7 +16,7 @@ import {
 } from './cache-files';
 import { CacheLock } from './cache-lock';
 import { mapLimit } from './concurrency';
-import { CacheError, IndexerError, PublishConflictError } from './errors';
+import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
@@ -49,6 +49,17 @@ export interface HydrateReport {
   readonly refused: string[];
   /** Keys that could not be downloaded, with why. */
   readonly failed: { key: string; error: string }[];
+  /** Keys S3 keeps archived (see `ArchivedObjectError`): indexed, but neither this command nor a client can pull them until restored. */
+  readonly archived: ArchivedKey[];
+}
+
+/** An indexed object S3 keeps archived. */
+export interface ArchivedKey {
+  readonly key: string;
+  /** The storage class S3 named (`GLACIER`, `DEEP_ARCHIVE`, …), when it did. */
+  readonly storageClass?: string;
+  /** A restore was asked for and has not ended yet. */
+  readonly restoring: boolean;
 }
 
 /** A cache folder opened for one hydrate: its real path, held by this process until closed. */
@@ -132,6 +143,7 @@ async function fill(
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
+  const archived: ArchivedKey[] = [];
   const total = index.entries.size;
   let pulled = 0;
   let present = 0;
@@ -168,7 +180,8 @@ async function fill(
       bytes += size;
       pulled++;
     } catch (err) {
-      failed.push({ key: entry.key, error: (err as Error).message });
+      if (err instanceof ArchivedObjectError) archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
+      else failed.push({ key: entry.key, error: (err as Error).message });
     }
     settle();
   });
@@ -180,7 +193,8 @@ async function fill(
   );
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
-  return { pulled, present, bytes, refused, failed };
+  archived.sort((a, b) => (a.key < b.key ? -1 : 1));
+  return { pulled, present, bytes, refused, failed, archived };
 }
 
 /** How to heal a root and then hydrate a cache from one of its indexes. */

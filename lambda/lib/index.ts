@@ -13,6 +13,7 @@
 // Errors: every one is an IndexerError with a `hint` a user can act on.
 export {
   AccessDeniedError,
+  ArchivedObjectError,
   BucketNotFoundError,
   CacheError,
   ConditionalWritesUnsupportedError,
@@ -27,6 +28,7 @@ export {
   S3UnavailableError,
   UnexpectedError,
   UnsafeKeyError,
+  restoreCommand,
 } from './errors';
 
 // Where the datastore is: swamp's `{bucket, prefix, region, endpoint, forcePathStyle}`, roots and scopes.
@@ -74,6 +76,7 @@ export {
   type HealAndHydrateOptions,
   type HealAndHydrateReport,
   type HydrateOptions,
+  type ArchivedKey,
   type HydrateReport,
   DEFAULT_HYDRATE_CONCURRENCY,
   healAndHydrate,

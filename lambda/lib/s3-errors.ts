@@ -1,6 +1,7 @@
 /** Translating what the AWS SDK throws into the typed errors a user can act on (each names what failed and hints what to do). */
 import {
   AccessDeniedError,
+  ArchivedObjectError,
   BucketNotFoundError,
   ConfigError,
   CredentialsError,
@@ -130,6 +131,10 @@ export function translateError(err: unknown, operation: string, bucket: string, 
         { cause: err },
       );
     }
+  }
+  // Archived objects answer 403 too, but no grant would let them be read: only a restore does.
+  if (code === 'InvalidObjectState' && key !== undefined) {
+    return new ArchivedObjectError(bucket, key, (err as { StorageClass?: string })?.StorageClass, false, { cause: err });
   }
   if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
     return new AccessDeniedError(`Access denied: ${operation} on ${where}`, `Grant this identity s3:${operation} on that resource`, {

@@ -93,6 +93,7 @@ describe('datastore-indexer hydrate', () => {
       bytes: bytes(''),
       refused: [],
       failed: [],
+      archived: [],
       seconds: expect.any(Number),
     });
 

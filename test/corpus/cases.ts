@@ -4,6 +4,7 @@
  */
 import { indexWithDeepField } from '../helpers/deep';
 import { indexEntry, s3Event, s3EventRecord } from '../helpers/factories';
+import type { BucketScenario } from './bucket-scenarios';
 import type { CacheScenario } from './cache-scenarios';
 
 /** An index file fed to `parseIndex`: parses with `entries` entries, or is refused with a reason matching `reason`. */
@@ -64,7 +65,8 @@ export interface RunCase {
     | 'unparseable-index-kept'
     | 'deep-client-field-repair'
     | 'cr-key-listed'
-    | CacheScenario;
+    | CacheScenario
+    | BucketScenario;
   readonly expect: { readonly code: number; readonly stderr?: RegExp; readonly stdout?: RegExp };
 }
 
@@ -377,4 +379,27 @@ export const CASES: readonly CorpusCase[] = [
   // Issue 20: clients accept a key holding a CR; listed with encoding-type=url it is indexed as itself.
   { kind: 'key', name: 'a carriage return', key: 'files/cr\rkey.txt', expect: { refused: false, partition: 'files' } },
   { kind: 'run', name: 'a key holding a carriage return (repair)', scenario: 'cr-key-listed', expect: { code: 0, stdout: /\+3 added/ } },
+
+  // Issue 34: what real buckets hold
+  {
+    kind: 'run',
+    name: 'hydrate of 40 objects, 2 of them archived',
+    scenario: 'archived-objects',
+    expect: {
+      code: 1,
+      stderr:
+        /archived: "files\/old-a\.bin" is in GLACIER[^\n]*\n[^\n]*archived: "files\/old-b\.bin" is in DEEP_ARCHIVE[^\n]*\n[^\n]*restore-object --bucket \S+ --key 'swamp\/files\/old-a\.bin'[^\n]*and likewise for the 1 other/,
+      stdout: /Pulled 38 files .* Left 2 archived files in S3 \(restore them, then run again\)\./,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'hydrate of an archived object whose restore is under way',
+    scenario: 'archived-restoring',
+    expect: {
+      code: 1,
+      stderr: /archived: "files\/cold\.bin" is in GLACIER, its restore under way/,
+      stdout: /"archived": \[\s*\{\s*"key": "files\/cold\.bin",\s*"storageClass": "GLACIER",\s*"restoring": true/,
+    },
+  },
 ];

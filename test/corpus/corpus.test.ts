@@ -24,7 +24,8 @@ import { deepRoot } from '../helpers/deep';
 import { indexEntry } from '../helpers/factories';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { connectStore, listKeys, putIndex, putObject, putObjects, readIndex, readObject, testEndpoint, testStore } from '../helpers/s3';
-import { cacheScenario } from './cache-scenarios';
+import { BUCKET_SCENARIOS, type BucketScenario, bucketScenario } from './bucket-scenarios';
+import { type CacheScenario, cacheScenario } from './cache-scenarios';
 import { CASES, type ConfigCase, type EventCase, HUGE_INDEX, type IndexCase, type KeyCase, type RunCase } from './cases';
 
 const of = <K extends string>(kind: K) => CASES.filter((c) => c.kind === kind);
@@ -249,7 +250,9 @@ describe('runs of the command', () => {
         return run;
       }
       default:
-        return cacheScenario(c.scenario, store, config);
+        if ((BUCKET_SCENARIOS as readonly string[]).includes(c.scenario))
+          return bucketScenario(c.scenario as BucketScenario, store, config);
+        return cacheScenario(c.scenario as CacheScenario, store, config);
     }
   }
 
