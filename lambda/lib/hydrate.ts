@@ -240,8 +240,8 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
 async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeReport): Promise<DatastoreIndex> {
   if (report.held)
     throw new IndexerError(
-      `The index of ${describeScope(scope)} cannot be read: ${report.held}`,
-      'Fix or remove _index/_meta.json, then run again',
+      `The index of ${describeScope(scope)} was left as it is: ${report.held}`,
+      'Nothing was pulled; act on that reason (a newer datastore-indexer for a newer index version; fix or remove a _meta.json that does not parse), then run again',
     );
   const live = await readLiveIndex(store, scope);
   if (live.state !== 'valid') {

@@ -8,16 +8,37 @@ import { join } from 'node:path';
 import { type CliRun, readTree, runCli, tempDir } from '../cli/helpers';
 import { indexEntry } from '../helpers/factories';
 import { startLoopbackProxy } from '../helpers/proxy';
-import { putObjects, readIndex, readObject, testEndpoint } from '../helpers/s3';
+import { listKeys, putObject, putObjects, putShardLayout, readIndex, readObject, testEndpoint } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
 
 /** The scenarios this file runs. */
-export const BUCKET_SCENARIOS = ['archived-objects', 'archived-restoring'] as const;
+export const BUCKET_SCENARIOS = [
+  'archived-objects',
+  'archived-restoring',
+  'one-malformed-entry-repair',
+  'newer-index-repair',
+  'newer-index-check',
+  'newer-shard-repair',
+  'unknown-manifest-version',
+] as const;
 export type BucketScenario = (typeof BUCKET_SCENARIOS)[number];
 
 /** Puts an object in a storage class, as a lifecycle rule leaves it. */
 async function putArchived(store: S3Store, key: string, body: string, storageClass: StorageClass): Promise<void> {
   await store.client.send(new PutObjectCommand({ Bucket: store.bucket, Key: key, Body: body, StorageClass: storageClass }));
+}
+
+/** 30 objects under `swamp/logs/`, and their entries as a client wrote them (sha256, localMtime). */
+async function clientIndexed(store: S3Store): Promise<Record<string, ReturnType<typeof indexEntry>>> {
+  const entries: Record<string, ReturnType<typeof indexEntry>> = {};
+  const objects: Record<string, string> = {};
+  for (let i = 0; i < 30; i++) {
+    const key = `logs/${String(i).padStart(2, '0')}.log`;
+    objects[`swamp/${key}`] = `log ${i}`;
+    entries[key] = indexEntry(key, { size: `log ${i}`.length, sha256: `sha-${i}`, localMtime: '2026-05-04T15:19:58.120Z' });
+  }
+  await putObjects(store, objects);
+  return entries;
 }
 
 export async function bucketScenario(name: BucketScenario, store: S3Store, config: string): Promise<CliRun> {
@@ -62,9 +83,57 @@ export async function bucketScenario(name: BucketScenario, store: S3Store, confi
         await proxy.close();
       }
     }
+    case 'one-malformed-entry-repair': {
+      const entries = await clientIndexed(store);
+      const body = JSON.stringify({
+        version: 1,
+        lastPulled: '2026-05-04T15:24:03.000Z',
+        entries: { ...entries, 'logs/07.log': { key: 'logs/07.log', size: '6' } },
+      });
+      await putObject(store, 'swamp/.datastore-index.json', body);
+      const run = await runCli(['repair', '--config', config]);
+      const index = (await readIndex(store, 'swamp/.datastore-index.json'))!;
+      expect(index.entries.size).toBe(30);
+      for (const [key, entry] of Object.entries(entries)) {
+        if (key === 'logs/07.log') expect(index.entries.get(key)).toEqual({ key, size: 5, lastModified: expect.any(String) });
+        else expect(index.entries.get(key)).toEqual(entry);
+      }
+      const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes('datastore-index'));
+      expect((await readObject(store, kept[0]))!.toString()).toBe(body);
+      return run;
+    }
+    case 'newer-index-repair':
+    case 'newer-index-check': {
+      const entries = await clientIndexed(store);
+      await putObjects(store, { 'swamp/logs/new.log': 'not indexed yet' });
+      const body = JSON.stringify({ version: 99, entries, shape: 'a newer client' });
+      await putObject(store, 'swamp/.datastore-index.json', body);
+      const run = await runCli([name === 'newer-index-check' ? 'check' : 'repair', '--config', config]);
+      expect((await readObject(store, 'swamp/.datastore-index.json'))!.toString()).toBe(body);
+      return run;
+    }
+    case 'newer-shard-repair': {
+      const entries = await clientIndexed(store);
+      await putShardLayout(store, 'swamp/', Object.values(entries), { version: 2, partitions: ['logs'], commitSeq: 4 });
+      const shard = JSON.stringify({ version: 99, entries });
+      await putObjects(store, { 'swamp/_index/logs.json': shard, 'swamp/logs/new.log': 'not indexed yet' });
+      const run = await runCli(['repair', '--config', config]);
+      expect((await readObject(store, 'swamp/_index/logs.json'))!.toString()).toBe(shard);
+      expect(JSON.parse((await readObject(store, 'swamp/_index/_meta.json'))!.toString()).commitSeq).toBe(4);
+      return run;
+    }
+    case 'unknown-manifest-version': {
+      // Clients read a manifest of version 1 or 2 only; any other they take for none, and read the monolith.
+      const entries = await clientIndexed(store);
+      const meta = JSON.stringify({ version: 3, partitions: ['logs'] });
+      await putObjects(store, { 'swamp/_index/_meta.json': meta, 'swamp/logs/new.log': 'not indexed yet' });
+      await putObject(store, 'swamp/.datastore-index.json', JSON.stringify({ version: 1, entries }));
+      const run = await runCli(['repair', '--config', config]);
+      expect((await readObject(store, 'swamp/_index/_meta.json'))!.toString()).toBe(meta);
+      const index = (await readIndex(store, 'swamp/.datastore-index.json'))!;
+      expect(index.entries.size).toBe(31);
+      expect(index.entries.get('logs/00.log')!.sha256).toBe('sha-0');
+      return run;
+    }
   }
 }
-
-// Used by scenarios added below.
-void indexEntry;
-void readObject;

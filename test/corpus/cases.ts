@@ -12,7 +12,16 @@ export interface IndexCase {
   readonly kind: 'index';
   readonly name: string;
   readonly body: () => string;
-  readonly expect: { readonly ok: true; readonly entries: number } | { readonly ok: false; readonly reason: RegExp };
+  readonly expect:
+    | { readonly ok: true; readonly entries: number }
+    | {
+        readonly ok: false;
+        readonly reason: RegExp;
+        /** The version a newer client's file says, which the indexer leaves as it is. */
+        readonly version?: number;
+        /** Sound entries kept (with their client fields) from a file mostly sound; 0: none kept. */
+        readonly salvaged?: number;
+      };
 }
 
 /** A relative key: refused by clients or not (`refusedKeyReason`), internal or not (`isInternalKey`). */
@@ -99,7 +108,12 @@ export const CASES: readonly CorpusCase[] = [
   { kind: 'index', name: 'an empty file', body: () => '', expect: { ok: false, reason: /JSON|empty/i } },
   { kind: 'index', name: 'JSON null', body: () => 'null', expect: { ok: false, reason: /object/i } },
   { kind: 'index', name: 'a JSON array', body: () => '[]', expect: { ok: false, reason: /object/i } },
-  { kind: 'index', name: 'wrong version (2)', body: () => index({}, 2), expect: { ok: false, reason: /version/i } },
+  {
+    kind: 'index',
+    name: 'wrong version (2)',
+    body: () => index({}, 2),
+    expect: { ok: false, reason: /version 2, a format this indexer does not know/, version: 2 },
+  },
   { kind: 'index', name: 'version as a string', body: () => index({}, '1'), expect: { ok: false, reason: /version/i } },
   { kind: 'index', name: 'entries as an array', body: () => index([entry('a')]), expect: { ok: false, reason: /entries/i } },
   { kind: 'index', name: 'entries missing', body: () => JSON.stringify({ version: 1 }), expect: { ok: false, reason: /entries/i } },
@@ -401,5 +415,74 @@ export const CASES: readonly CorpusCase[] = [
       stderr: /archived: "files\/cold\.bin" is in GLACIER, its restore under way/,
       stdout: /"archived": \[\s*\{\s*"key": "files\/cold\.bin",\s*"storageClass": "GLACIER",\s*"restoring": true/,
     },
+  },
+  {
+    kind: 'index',
+    name: "a newer client's index (version 99)",
+    body: () => index({ 'logs/a': entry('logs/a') }, 99),
+    expect: { ok: false, reason: /version 99, a format this indexer does not know \(it knows 1\)/, version: 99 },
+  },
+  {
+    kind: 'index',
+    name: 'no version at all',
+    body: () => JSON.stringify({ entries: {} }),
+    expect: { ok: false, reason: /^no "version" \(clients write 1\)$/ },
+  },
+  {
+    kind: 'index',
+    name: '30 entries with client fields, one malformed (29 salvaged)',
+    body: () =>
+      index({
+        ...Object.fromEntries(
+          Array.from({ length: 29 }, (_, i) => [
+            `logs/${i}`,
+            entry(`logs/${i}`, i, { sha256: `s${i}`, localMtime: '2026-05-04T15:19:58.120Z' }),
+          ]),
+        ),
+        'logs/bad': entry('logs/bad', '12'),
+      }),
+    expect: { ok: false, reason: /entry "logs\/bad" has no valid size/, salvaged: 29 },
+  },
+  {
+    kind: 'index',
+    name: 'entries mostly malformed (none salvaged)',
+    body: () => index({ 'logs/a': entry('logs/a'), 'logs/b': entry('logs/b', -1), 'logs/c': 7 }),
+    expect: { ok: false, reason: /entry "logs\/b" has no valid size \(and 1 more bad entries\)/, salvaged: 0 },
+  },
+  {
+    kind: 'run',
+    name: 'repair of an index holding one malformed entry among 30',
+    scenario: 'one-malformed-entry-repair',
+    expect: {
+      code: 0,
+      stdout: /index was unreadable: entry "logs\/07\.log" has no valid size; copy kept at s3:\/\/.*_control\/.*\+1 added/,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'repair of a version-99 index (left as it is)',
+    scenario: 'newer-index-repair',
+    expect: {
+      code: 2,
+      stdout: /Left .* as it is: swamp\/\.datastore-index\.json says index version 99[^\n]*a newer datastore-indexer is needed/,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'check of a version-99 index',
+    scenario: 'newer-index-check',
+    expect: { code: 2, stdout: /left as it is \(swamp\/\.datastore-index\.json says index version 99/ },
+  },
+  {
+    kind: 'run',
+    name: 'repair of a shard-first scope whose partition file is version 99',
+    scenario: 'newer-shard-repair',
+    expect: { code: 2, stdout: /Left .* as it is: swamp\/_index\/logs\.json says index version 99/ },
+  },
+  {
+    kind: 'run',
+    name: 'a manifest of version 3 (clients read the monolith)',
+    scenario: 'unknown-manifest-version',
+    expect: { code: 0, stdout: /Healed .*: \+1 added/ },
   },
 ];

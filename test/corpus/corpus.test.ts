@@ -41,7 +41,12 @@ describe('index files', () => {
     expect(parsed.ok).toBe(c.expect.ok);
     if (parsed.ok && c.expect.ok && c.name !== HUGE_INDEX) expect(parsed.index.entries.size).toBe(c.expect.entries);
     if (parsed.ok && c.name === HUGE_INDEX) expect(parsed.index.entries.size).toBeGreaterThan(300_000);
-    if (!parsed.ok && !c.expect.ok) expect(parsed.reason).toMatch(c.expect.reason);
+    if (!parsed.ok && !c.expect.ok) {
+      expect(parsed.reason).toMatch(c.expect.reason);
+      expect(parsed.reason).not.toMatch(/undefined/);
+      if (c.expect.version !== undefined) expect(parsed.version).toBe(c.expect.version);
+      if (c.expect.salvaged !== undefined) expect(parsed.salvaged?.entries.size ?? 0).toBe(c.expect.salvaged);
+    }
   });
 });
 
