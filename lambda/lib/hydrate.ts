@@ -1,5 +1,5 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
-import { realpath } from 'node:fs/promises';
+import { realpath, rmdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   cachePathOf,
@@ -65,6 +65,7 @@ export interface ArchivedKey {
 /** A cache folder opened for one hydrate: its real path, held by this process until closed. */
 interface OpenCache {
   readonly dir: string;
+  /** Releases the cache; folders the opening made are removed again when they were left empty. */
   close(): Promise<void>;
 }
 
@@ -79,9 +80,25 @@ function refuseEmptyCacheDir(cacheDir: string): void {
  */
 async function openCache(options: HydrateOptions): Promise<OpenCache> {
   refuseEmptyCacheDir(options.cacheDir);
-  await makeFolder(resolve(options.cacheDir));
+  const made = await makeFolder(resolve(options.cacheDir));
+  const removeMade = async () => {
+    for (const folder of [...made].reverse())
+      if (
+        !(await rmdir(folder).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
+  };
   const dir = await realpath(resolve(options.cacheDir));
-  const lock = await CacheLock.take(dir, options.onCacheWait);
+  let lock: CacheLock;
+  try {
+    lock = await CacheLock.take(dir, options.onCacheWait);
+  } catch (err) {
+    await removeMade();
+    throw err;
+  }
   let closed = false;
   return {
     dir,
@@ -91,6 +108,7 @@ async function openCache(options: HydrateOptions): Promise<OpenCache> {
       await removePartsFolder(dir);
       await lock.release();
       await removeEmptyControlFolders(dir);
+      await removeMade();
     },
   };
 }
@@ -223,17 +241,22 @@ export interface HealAndHydrateReport {
  * @example await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir: '.swamp/cache' })
  */
 export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
-  // Checked before the heal, though the cache is made only after it: a failed heal leaves no folder behind.
-  refuseEmptyCacheDir(options.cacheDir);
-  const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
-  const report = heal.scopes.find((s) => s.namespace === options.namespace);
-  if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
-  options.onHealed?.(heal);
-  const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-  const index = report.index ?? (await indexAfterHeal(store, scope, report));
-  // Current clients keep a namespace's files under `<cache>/<namespace>/`.
-  const hydrate = await hydrateCache(store, scope, index, { ...options, subdir: options.namespace });
-  return { heal, scope: report, entries: index.entries.size, hydrate };
+  // The cache is opened (made, its lock taken) before the heal publishes anything: a cache that cannot be
+  // written stops the run with nothing changed in S3; a folder made for a run that failed is removed again.
+  const cache = await openCache(options);
+  try {
+    const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
+    const report = heal.scopes.find((s) => s.namespace === options.namespace);
+    if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
+    options.onHealed?.(heal);
+    const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+    const index = report.index ?? (await indexAfterHeal(store, scope, report));
+    // Current clients keep a namespace's files under `<cache>/<namespace>/`.
+    const hydrate = await fill(store, scope, index, { ...options, subdir: options.namespace }, cache.dir);
+    return { heal, scope: report, entries: index.entries.size, hydrate };
+  } finally {
+    await cache.close();
+  }
 }
 
 /** The live index of a scope the heal found true. */

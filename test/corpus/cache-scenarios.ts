@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type CliRun, readTree, runCli, startCli, tempDir } from '../cli/helpers';
-import { deleteObject, putObjects } from '../helpers/s3';
+import { deleteObject, listKeys, putObjects } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
 
 /** The scenarios this file runs. */
@@ -94,9 +94,14 @@ export async function cacheScenario(name: CacheScenario, store: S3Store, config:
       await putObjects(store, { 'swamp/logs/a.log': 'aaa', 'swamp/logs/b.log': 'bbb' });
       const cache = join(tempDir(), 'read-only');
       mkdirSync(cache);
+      // Issue 34: nothing is published before the cache is known to be writable.
+      const nothingPublished = async (run: CliRun) => {
+        expect(await listKeys(store, 'swamp/')).toEqual(['swamp/logs/a.log', 'swamp/logs/b.log']);
+        return run;
+      };
       if (mountReadOnly(cache)) {
         try {
-          return await hydrate(cache);
+          return await nothingPublished(await hydrate(cache));
         } finally {
           execFileSync('umount', [cache]);
         }
@@ -108,7 +113,7 @@ export async function cacheScenario(name: CacheScenario, store: S3Store, config:
       }
       chmodSync(cache, 0o555);
       try {
-        return await hydrate(cache);
+        return await nothingPublished(await hydrate(cache));
       } finally {
         chmodSync(cache, 0o755);
       }
