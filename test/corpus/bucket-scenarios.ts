@@ -20,6 +20,9 @@ export const BUCKET_SCENARIOS = [
   'newer-index-check',
   'newer-shard-repair',
   'unknown-manifest-version',
+  'html-404-endpoint',
+  'folder-key-with-bytes',
+  'nfd-prefix',
 ] as const;
 export type BucketScenario = (typeof BUCKET_SCENARIOS)[number];
 
@@ -134,6 +137,36 @@ export async function bucketScenario(name: BucketScenario, store: S3Store, confi
       expect(index.entries.size).toBe(31);
       expect(index.entries.get('logs/00.log')!.sha256).toBe('sha-0');
       return run;
+    }
+    case 'html-404-endpoint': {
+      // A web server that is not S3: every path is a 404 page.
+      const page = await startLoopbackProxy(testEndpoint(), (_req, res) => {
+        res.writeHead(404, { 'content-type': 'text/html' });
+        res.end('<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 3.2 Final//EN"><title>404 Not Found</title><h1>Not Found</h1>');
+        return true;
+      });
+      try {
+        const through = JSON.stringify({ bucket: store.bucket, prefix: 'swamp', endpoint: page.endpoint, forcePathStyle: true });
+        const runs = [];
+        for (const command of ['check', 'repair']) runs.push(await runCli([command, '--config', through]));
+        expect(runs.map((r) => r.code)).toEqual([1, 1]);
+        return { ...runs[0], stderr: runs.map((r) => r.stderr).join('') };
+      } finally {
+        await page.close();
+      }
+    }
+    case 'folder-key-with-bytes': {
+      await putObjects(store, { 'swamp/logs/a.log': 'aaa', 'swamp/data/marker/': '', 'swamp/data/x/': 'bytes under a folder name' });
+      const check = await runCli(['check', '--config', config]);
+      const repair = await runCli(['repair', '--config', config]);
+      expect(repair.stdout).toMatch(/\+1 added.*; 1 key refused/);
+      expect([...(await readIndex(store, 'swamp/.datastore-index.json'))!.entries.keys()]).toEqual(['logs/a.log']);
+      return check;
+    }
+    case 'nfd-prefix': {
+      // Written under the NFC spelling; asked for in NFD, as a macOS file name gives it.
+      await putObjects(store, { 'caf\u00e9/logs/a.log': 'aaa' });
+      return runCli(['check', '--config', JSON.stringify({ ...JSON.parse(config), prefix: 'cafe\u0301' })]);
     }
   }
 }

@@ -82,12 +82,16 @@ export async function cacheScenario(name: CacheScenario, store: S3Store, config:
     case 'mistyped-prefix-advice': {
       await putObjects(store, { 'swamp/logs/a.log': 'aaa' });
       const typo = config.replace('"swamp"', '"swamq"');
+      const hydrate = (cache: string) => runCli(['hydrate', '--config', typo, '--cache', cache]);
       const check = await runCli(['check', '--config', typo]);
       const repair = await runCli(['repair', '--config', typo]);
       const advice = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
       expect(check.stdout).not.toMatch(/repair` heals it/);
       expect(check.stdout).toContain(`swamq/ holds no object at all. ${advice}`);
       expect(repair.stderr).toContain(`swamq/ holds no object at all; no index was created there. ${advice}`);
+      // Issue 34: the three commands exit alike on a prefix that holds nothing.
+      const hydrate1 = await hydrate(join(tempDir(), 'cache'));
+      expect([repair.code, hydrate1.code]).toEqual([1, 1]);
       return check;
     }
     case 'unwritable-cache': {

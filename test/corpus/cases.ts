@@ -357,7 +357,7 @@ export const CASES: readonly CorpusCase[] = [
     kind: 'run',
     name: 'a mistyped prefix (check and repair agree)',
     scenario: 'mistyped-prefix-advice',
-    expect: { code: 2, stdout: /holds no object at all\. Check the bucket and --prefix/ },
+    expect: { code: 1, stdout: /holds no object at all\. Check the bucket and --prefix/ },
   },
   {
     kind: 'run',
@@ -484,5 +484,39 @@ export const CASES: readonly CorpusCase[] = [
     name: 'a manifest of version 3 (clients read the monolith)',
     scenario: 'unknown-manifest-version',
     expect: { code: 0, stdout: /Healed .*: \+1 added/ },
+  },
+  {
+    kind: 'run',
+    name: 'an endpoint answering 404 with a web page',
+    scenario: 'html-404-endpoint',
+    expect: {
+      code: 1,
+      stderr:
+        /^datastore-indexer: The endpoint http:\/\/127\.0\.0\.1:\d+\/\S+ answered ListObjectsV2 with status 404 and a page that is not an S3 listing[^\n]*Check --endpoint/,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'a key ending in / that holds bytes (refused, not a folder marker)',
+    scenario: 'folder-key-with-bytes',
+    expect: { code: 2, stdout: /1 missing, 0 stale, 0 resized; 1 refused\n[\s\S]*refused {2}data\/x\// },
+  },
+  {
+    kind: 'run',
+    name: 'an NFD prefix whose keys are NFC',
+    scenario: 'nfd-prefix',
+    expect: { code: 1, stdout: /s3:\/\/\S+\/caf\u00e9\/ holds objects: the same name in Unicode normalisation NFC/ },
+  },
+  {
+    kind: 'config',
+    name: 'a prefix with a leading space',
+    config: { bucket: 'b', prefix: ' swamp' },
+    expect: { error: /starts with a space/ },
+  },
+  {
+    kind: 'config',
+    name: 'a prefix with a trailing space',
+    config: { bucket: 'b', prefix: 'swamp/ ' },
+    expect: { error: /ends with a space/ },
   },
 ];
