@@ -4,12 +4,12 @@
  * `missing`, `stale` and `resized` ones; a hydrate has `pulled`, `present` and `refused` keys.
  */
 import {
+  ArchivedObjectError,
   type HealAndHydrateReport,
   type HealReport,
   IndexerError,
   type ResizedEntry,
   type ScopeReport,
-  restoreCommand,
 } from '../../lambda/lib';
 
 /** `1 file`, `2 files`. */
@@ -291,7 +291,10 @@ export function archivedLines(result: HealAndHydrateReport): { keys: string[]; r
   const waiting = archived.filter((a) => !a.restoring);
   if (waiting.length === 0) return { keys };
   const others = waiting.length > 1 ? ` (and likewise for the ${plural(waiting.length - 1, 'other')})` : '';
-  return { keys, restore: `restore the archived files, then run again: ${restoreCommand(bucket, `${base}${waiting[0].key}`)}${others}` };
+  return {
+    keys,
+    restore: `restore the archived files, then run again: ${ArchivedObjectError.restoreCommand(bucket, `${base}${waiting[0].key}`)}${others}`,
+  };
 }
 
 /** The keys a hydrate left out, sorted: those clients refuse (left out of the index) and those outside the cache folder. */

@@ -116,16 +116,16 @@ export class ArchivedObjectError extends IndexerError {
   ) {
     super(
       `s3://${bucket}/${key} is archived${storageClass ? ` (${storageClass})` : ''}${restoring ? ' and its restore is under way' : ''}: S3 serves it only once restored`,
-      restoring ? 'Run again once the restore has ended' : `Restore it: ${restoreCommand(bucket, key)}, then run again`,
+      restoring ? 'Run again once the restore has ended' : `Restore it: ${ArchivedObjectError.restoreCommand(bucket, key)}, then run again`,
       options,
     );
   }
-}
 
-/** The AWS CLI command that asks S3 to restore an archived object for a week (standard retrieval). */
-export function restoreCommand(bucket: string, key: string): string {
-  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return `aws s3api restore-object --bucket ${bucket} --key ${quote(key)} --restore-request '{"Days":7}'`;
+  /** The AWS CLI command that asks S3 to restore an archived object for a week (standard retrieval). */
+  static restoreCommand(bucket: string, key: string): string {
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    return `aws s3api restore-object --bucket ${bucket} --key ${quote(key)} --restore-request '{"Days":7}'`;
+  }
 }
 
 /** A key from S3 or the index would resolve outside the cache folder. */

@@ -28,7 +28,6 @@ export {
   S3UnavailableError,
   UnexpectedError,
   UnsafeKeyError,
-  restoreCommand,
 } from './errors';
 
 // Where the datastore is: swamp's `{bucket, prefix, region, endpoint, forcePathStyle}`, roots and scopes.
