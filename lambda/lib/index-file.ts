@@ -50,6 +50,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** Validates one entry's shape; returns a reason when it is wrong. */
 function entryProblem(mapKey: string, value: unknown): string | undefined {
   if (!isRecord(value)) return `entry "${mapKey}" is not an object`;
+  if (value.key === undefined) return `entry "${mapKey}" has no key`;
   if (value.key !== mapKey) return `entry "${mapKey}" has key ${JSON.stringify(value.key)}`;
   if (typeof value.size !== 'number' || !Number.isInteger(value.size) || value.size < 0) {
     return `entry "${mapKey}" has no valid size`;

@@ -58,7 +58,7 @@ describe('parseIndex', () => {
     ['not an object', 5, /"a" is not an object/],
     ['null', null, /"a" is not an object/],
     ['a key that differs from its map key', { key: 'b', size: 1, lastModified: 'x' }, /"a" has key "b"/],
-    ['no key', { size: 1, lastModified: 'x' }, /"a" has key undefined/],
+    ['no key', { size: 1, lastModified: 'x' }, /"a" has no key$/],
     ['a string size', { key: 'a', size: '1', lastModified: 'x' }, /no valid size/],
     ['a negative size', { key: 'a', size: -1, lastModified: 'x' }, /no valid size/],
     ['a fractional size', { key: 'a', size: 1.5, lastModified: 'x' }, /no valid size/],
