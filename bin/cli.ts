@@ -6,9 +6,11 @@
  *   datastore-indexer check   --bucket b --prefix swamp
  *   datastore-indexer repair  --bucket b --prefix swamp --namespace team-b
  *
- * Exit codes: 0 done (check: every index true); 1 error, or files that failed to download;
+ * Exit codes: 0 done (check: every index true); 1 error (a prefix that holds nothing included), or files that
+ * failed to download or are archived;
  * 2 `check` found drift (an absent or unreadable index is drift), or `repair` left an index as it was
- * (its `_index/_meta.json` does not parse and does not say its layout).
+ * (its `_index/_meta.json` does not parse and does not say its layout, or its index is of a version this
+ * indexer does not know).
  */
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -29,6 +31,7 @@ import {
   rootOf,
 } from '../lambda/lib';
 import {
+  archivedLines,
   checkJson,
   checkLines,
   debugText,
@@ -170,9 +173,13 @@ async function hydrate(flags: HydrateFlags): Promise<number> {
       ),
     );
     warnSome(failed.map(({ key, error }) => `failed to pull ${JSON.stringify(key)}: ${error}`));
+    const archived = archivedLines(result);
+    warnSome(archived.keys);
+    if (archived.restore) warn(archived.restore);
     if (flags.json) printJson(hydrateJson(result, cacheDir, Date.now() - started));
     else say(hydrateLine(result));
-    return result.hydrate.failed.length > 0 ? 1 : 0;
+    // An archived file is as absent from the cache as a failed one: a rerun pulls it once it is restored.
+    return failed.length > 0 || result.hydrate.archived.length > 0 ? 1 : 0;
   } finally {
     store.client.destroy();
   }
@@ -192,6 +199,8 @@ async function check(flags: CheckFlags): Promise<number> {
     progress.stop();
     if (flags.json) printJson(checkJson(report, flags.keys, Date.now() - started));
     else checkLines(report, flags.keys).forEach(say);
+    // A prefix that holds nothing is most likely mistyped: an error, as `repair` and `hydrate` make it.
+    if (report.empty) return 1;
     return report.scopes.some(hasDrift) ? 2 : 0;
   } finally {
     store.client.destroy();
@@ -327,7 +336,10 @@ function program(): Command {
       .description('Report drift between the index and the objects (missing, stale and resized entries); publish nothing.'),
   )
     .option('--keys <n>', 'keys to list of each kind', wholeNumber(0, 1_000_000), 10)
-    .addHelpText('after', '\nExit codes: 0 every index true, 2 drift found (an absent or unreadable index is drift), 1 error.')
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 every index true, 2 drift found (an absent or unreadable index is drift), 1 error (a prefix that holds nothing included).',
+    )
     .action(action(check));
 
   withDatastoreFlags(cli.command('repair').description('Heal and publish the index (and each namespace index); download nothing.'))

@@ -3,7 +3,14 @@
  * One vocabulary everywhere: a heal has `added`, `removed` and `resized` entries; a check finds
  * `missing`, `stale` and `resized` ones; a hydrate has `pulled`, `present` and `refused` keys.
  */
-import { type HealAndHydrateReport, type HealReport, IndexerError, type ResizedEntry, type ScopeReport } from '../../lambda/lib';
+import {
+  ArchivedObjectError,
+  type HealAndHydrateReport,
+  type HealReport,
+  IndexerError,
+  type ResizedEntry,
+  type ScopeReport,
+} from '../../lambda/lib';
 
 /** `1 file`, `2 files`. */
 export function plural(count: number, one: string, many = `${one}s`): string {
@@ -88,6 +95,8 @@ export function hydrateLine(result: HealAndHydrateReport): string {
   parts.push(`Pulled ${plural(hydrate.pulled, 'file')} (${formatBytes(hydrate.bytes)}), ${hydrate.present} already present.`);
   const refused = refusedKeysOf(result).length;
   if (refused > 0) parts.push(`Refused ${plural(refused, 'key')} clients cannot store.`);
+  if (hydrate.archived.length > 0)
+    parts.push(`Left ${plural(hydrate.archived.length, 'archived file')} in S3 (restore them, then run again).`);
   if (hydrate.failed.length > 0) parts.push(`Failed to pull ${plural(hydrate.failed.length, 'file')}.`);
   return parts.join(' ');
 }
@@ -270,6 +279,24 @@ export function repairJson(report: HealReport, elapsedMs: number): object {
   return { command: 'repair', root: rootName(report), published: indexes.some((i) => i.published), indexes, seconds: seconds(elapsedMs) };
 }
 
+/** Warnings of a hydrate's archived keys: one per key, and how to restore them (keys being restored need only time). */
+export function archivedLines(result: HealAndHydrateReport): { keys: string[]; restore?: string } {
+  const { archived } = result.hydrate;
+  const bucket = result.heal.root.bucket;
+  const base = `${result.heal.root.prefix ? `${result.heal.root.prefix}/` : ''}${result.scope.namespace ? `${result.scope.namespace}/` : ''}`;
+  const keys = archived.map(
+    (a) =>
+      `archived: ${JSON.stringify(a.key)} is in ${a.storageClass ?? 'an archive storage class'}${a.restoring ? ', its restore under way' : ''}; S3 serves it only once restored, to this command and to swamp clients alike`,
+  );
+  const waiting = archived.filter((a) => !a.restoring);
+  if (waiting.length === 0) return { keys };
+  const others = waiting.length > 1 ? ` (and likewise for the ${plural(waiting.length - 1, 'other')})` : '';
+  return {
+    keys,
+    restore: `restore the archived files, then run again: ${ArchivedObjectError.restoreCommand(bucket, `${base}${waiting[0].key}`)}${others}`,
+  };
+}
+
 /** The keys a hydrate left out, sorted: those clients refuse (left out of the index) and those outside the cache folder. */
 export function refusedKeysOf(result: HealAndHydrateReport): string[] {
   return [...new Set([...result.scope.refusedKeys, ...result.hydrate.refused])].sort();
@@ -280,7 +307,7 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
   const { heal, scope, hydrate } = result;
   return {
     command: 'hydrate',
-    ok: hydrate.failed.length === 0,
+    ok: hydrate.failed.length === 0 && hydrate.archived.length === 0,
     root: rootName(heal),
     scope: scope.scope,
     cache: cacheDir,
@@ -291,6 +318,7 @@ export function hydrateJson(result: HealAndHydrateReport, cacheDir: string, elap
     bytes: hydrate.bytes,
     refused: refusedKeysOf(result),
     failed: hydrate.failed,
+    archived: hydrate.archived,
     seconds: seconds(elapsedMs),
   };
 }

@@ -61,8 +61,9 @@ const BUFFERED_BODY_MAX = 1 << 20;
 /**
  * Makes a folder and its missing parents one level at a time, failing with the path at fault: Node's
  * recursive mkdir spins forever under /proc, and a file in the way would otherwise surface as a bare ENOTDIR.
+ * Returns the folders it made, parents first.
  */
-export async function makeFolder(path: string): Promise<void> {
+export async function makeFolder(path: string): Promise<string[]> {
   const missing: string[] = [];
   const fail = (at: string, err: unknown): never => {
     const code = (err as NodeJS.ErrnoException)?.code ?? String(err);
@@ -79,6 +80,7 @@ export async function makeFolder(path: string): Promise<void> {
     if (dirname(at) === at) break;
   }
   for (const dir of missing) await mkdir(dir).catch((err: NodeJS.ErrnoException) => (err.code === 'EEXIST' ? undefined : fail(dir, err)));
+  return missing;
 }
 
 /**

@@ -57,6 +57,14 @@ export function parseDatastoreConfig(value: unknown): DatastoreConfig {
     );
   }
   const prefix = str('prefix');
+  // S3 keeps a space as part of the key: ` swamp` is another prefix than `swamp`, almost surely a slip of the shell.
+  const edge = prefix === undefined ? undefined : /^\s/.test(prefix) ? 'starts' : /\s$/.test(prefix) ? 'ends' : undefined;
+  if (edge) {
+    throw new ConfigError(
+      `Datastore config "prefix" ${edge} with a space, got ${JSON.stringify(prefix)}: S3 keeps it, so that is another prefix than ${JSON.stringify(prefix!.trim())}`,
+      'Give the prefix without spaces around it',
+    );
+  }
   // `swamp/../swamp` or `a//b` would be written literally as keys no client reads.
   const normalized = normalizePrefix(prefix);
   const problem = normalized === '' ? undefined : segmentProblem(normalized);

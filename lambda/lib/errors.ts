@@ -107,6 +107,36 @@ export class NotAListingError extends IndexerError {
   override name = 'NotAListingError';
 }
 
+/**
+ * An object S3 keeps in an archive storage class (Glacier Flexible Retrieval, Deep Archive, an archive tier
+ * of Intelligent-Tiering): it is listed, but no GET reads it until a restore ends. Not a permission problem.
+ */
+export class ArchivedObjectError extends IndexerError {
+  override name = 'ArchivedObjectError';
+
+  constructor(
+    readonly bucket: string,
+    readonly key: string,
+    /** The storage class S3 named, when it did. */
+    readonly storageClass: string | undefined,
+    /** A restore was asked for and has not ended yet. */
+    readonly restoring: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `s3://${bucket}/${key} is archived${storageClass ? ` (${storageClass})` : ''}${restoring ? ' and its restore is under way' : ''}: S3 serves it only once restored`,
+      restoring ? 'Run again once the restore has ended' : `Restore it: ${ArchivedObjectError.restoreCommand(bucket, key)}, then run again`,
+      options,
+    );
+  }
+
+  /** The AWS CLI command that asks S3 to restore an archived object for a week (standard retrieval). */
+  static restoreCommand(bucket: string, key: string): string {
+    const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+    return `aws s3api restore-object --bucket ${bucket} --key ${quote(key)} --restore-request '{"Days":7}'`;
+  }
+}
+
 /** A key from S3 or the index would resolve outside the cache folder. */
 export class UnsafeKeyError extends IndexerError {
   override name = 'UnsafeKeyError';

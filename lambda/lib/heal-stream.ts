@@ -6,7 +6,7 @@
 import type { HealOptions, ScopeReport } from './heal-types';
 import type { ListedObject } from './index-file';
 import { compareKeys } from './key-space';
-import { isInternalKey, topFolder } from './keys';
+import { isSkippedObject, topFolder } from './keys';
 import type { ShardBase } from './layouts/shard-chunk';
 import { namespaceExists, notePartition } from './list';
 import type { ListPage } from './s3';
@@ -81,11 +81,12 @@ export async function healWhileListing(
         const objects = namespaces.get(top!);
         if (!objects) continue;
         const scoped = rel.slice(top!.length + 1);
-        if (!isInternalKey(scoped)) objects.set(scoped, { key: scoped, size: object.size, lastModified: object.lastModified });
+        if (!isSkippedObject(scoped, object.size))
+          objects.set(scoped, { key: scoped, size: object.size, lastModified: object.lastModified });
         else notePartition(shardPartitions, top!, scoped);
         continue;
       }
-      if (!isInternalKey(rel)) heal.add(rel, object);
+      if (!isSkippedObject(rel, object.size)) heal.add(rel, object);
     }
     options.onListed?.(objectsSeen);
     if (last !== undefined) await heal.advance(last);

@@ -1,4 +1,5 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
+import { emptyHint, holdsNothing } from './empty-root';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { healScope } from './heal-scope';
 import { healWhileListing, pagesInKeyOrder } from './heal-stream';
@@ -18,9 +19,6 @@ export { healScope } from './heal-scope';
 
 /** Pages the default lister of a heal by partitions buffers ahead of it. */
 export const PARTITION_WINDOW = 32;
-
-/** What to do about a prefix that holds no object at all, said alike by every command. */
-const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
 
 /**
  * Heals (or checks) every index of a root from one listing. A shard-first scope whose layout is whole (see
@@ -126,10 +124,11 @@ async function healListed(
 ): Promise<HealReport> {
   // A prefix without a single object is most likely mistyped: check and repair give the same advice.
   const empty = listing.objectsSeen === 0 && (await holdsNothing(store, base));
+  const hint = empty ? await emptyHint(store, base) : undefined;
   if (empty && options.refuseEmpty && options.mode === 'repair') {
-    throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, EMPTY_HINT);
+    throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, hint);
   }
-  const advice = empty ? `s3://${store.bucket}/${base} holds no object at all. ${EMPTY_HINT}` : undefined;
+  const advice = empty ? `s3://${store.bucket}/${base} holds no object at all. ${hint}` : undefined;
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
@@ -167,10 +166,4 @@ async function healListedScope(
   if (!shards) return healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, early, guard);
   const source = { base: '', pages: pagesInKeyOrder(objects), startedAt: listing.startedAt, namespaces: false };
   return (await healWhileListing(store, scope, shards, source, options)).report;
-}
-
-/** Confirms with one plain ListObjectsV2 request that `base` holds nothing (a missing bucket throws `BucketNotFoundError` here). */
-async function holdsNothing(store: S3Store, base: string): Promise<boolean> {
-  for await (const page of store.listPages({ prefix: base, maxKeys: 1 })) return page.objects.length === 0;
-  return true;
 }

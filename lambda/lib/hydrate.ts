@@ -1,5 +1,5 @@
 /** Hydrating a local cache from an index: every entry missing locally or of another size is downloaded. */
-import { realpath } from 'node:fs/promises';
+import { realpath, rmdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
   cachePathOf,
@@ -16,7 +16,7 @@ import {
 } from './cache-files';
 import { CacheLock } from './cache-lock';
 import { mapLimit } from './concurrency';
-import { CacheError, IndexerError, PublishConflictError } from './errors';
+import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
@@ -49,11 +49,23 @@ export interface HydrateReport {
   readonly refused: string[];
   /** Keys that could not be downloaded, with why. */
   readonly failed: { key: string; error: string }[];
+  /** Keys S3 keeps archived (see `ArchivedObjectError`): indexed, but neither this command nor a client can pull them until restored. */
+  readonly archived: ArchivedKey[];
+}
+
+/** An indexed object S3 keeps archived. */
+export interface ArchivedKey {
+  readonly key: string;
+  /** The storage class S3 named (`GLACIER`, `DEEP_ARCHIVE`, …), when it did. */
+  readonly storageClass?: string;
+  /** A restore was asked for and has not ended yet. */
+  readonly restoring: boolean;
 }
 
 /** A cache folder opened for one hydrate: its real path, held by this process until closed. */
 interface OpenCache {
   readonly dir: string;
+  /** Releases the cache; folders the opening made are removed again when they were left empty. */
   close(): Promise<void>;
 }
 
@@ -68,9 +80,25 @@ function refuseEmptyCacheDir(cacheDir: string): void {
  */
 async function openCache(options: HydrateOptions): Promise<OpenCache> {
   refuseEmptyCacheDir(options.cacheDir);
-  await makeFolder(resolve(options.cacheDir));
+  const made = await makeFolder(resolve(options.cacheDir));
+  const removeMade = async () => {
+    for (const folder of [...made].reverse())
+      if (
+        !(await rmdir(folder).then(
+          () => true,
+          () => false,
+        ))
+      )
+        break;
+  };
   const dir = await realpath(resolve(options.cacheDir));
-  const lock = await CacheLock.take(dir, options.onCacheWait);
+  let lock: CacheLock;
+  try {
+    lock = await CacheLock.take(dir, options.onCacheWait);
+  } catch (err) {
+    await removeMade();
+    throw err;
+  }
   let closed = false;
   return {
     dir,
@@ -80,6 +108,7 @@ async function openCache(options: HydrateOptions): Promise<OpenCache> {
       await removePartsFolder(dir);
       await lock.release();
       await removeEmptyControlFolders(dir);
+      await removeMade();
     },
   };
 }
@@ -132,6 +161,7 @@ async function fill(
   const base = scopeBase(scope);
   const refused: string[] = [];
   const failed: { key: string; error: string }[] = [];
+  const archived: ArchivedKey[] = [];
   const total = index.entries.size;
   let pulled = 0;
   let present = 0;
@@ -168,7 +198,8 @@ async function fill(
       bytes += size;
       pulled++;
     } catch (err) {
-      failed.push({ key: entry.key, error: (err as Error).message });
+      if (err instanceof ArchivedObjectError) archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
+      else failed.push({ key: entry.key, error: (err as Error).message });
     }
     settle();
   });
@@ -180,7 +211,8 @@ async function fill(
   );
   refused.sort();
   failed.sort((a, b) => (a.key < b.key ? -1 : 1));
-  return { pulled, present, bytes, refused, failed };
+  archived.sort((a, b) => (a.key < b.key ? -1 : 1));
+  return { pulled, present, bytes, refused, failed, archived };
 }
 
 /** How to heal a root and then hydrate a cache from one of its indexes. */
@@ -209,25 +241,30 @@ export interface HealAndHydrateReport {
  * @example await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir: '.swamp/cache' })
  */
 export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
-  // Checked before the heal, though the cache is made only after it: a failed heal leaves no folder behind.
-  refuseEmptyCacheDir(options.cacheDir);
-  const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
-  const report = heal.scopes.find((s) => s.namespace === options.namespace);
-  if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
-  options.onHealed?.(heal);
-  const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-  const index = report.index ?? (await indexAfterHeal(store, scope, report));
-  // Current clients keep a namespace's files under `<cache>/<namespace>/`.
-  const hydrate = await hydrateCache(store, scope, index, { ...options, subdir: options.namespace });
-  return { heal, scope: report, entries: index.entries.size, hydrate };
+  // The cache is opened (made, its lock taken) before the heal publishes anything: a cache that cannot be
+  // written stops the run with nothing changed in S3; a folder made for a run that failed is removed again.
+  const cache = await openCache(options);
+  try {
+    const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
+    const report = heal.scopes.find((s) => s.namespace === options.namespace);
+    if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
+    options.onHealed?.(heal);
+    const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+    const index = report.index ?? (await indexAfterHeal(store, scope, report));
+    // Current clients keep a namespace's files under `<cache>/<namespace>/`.
+    const hydrate = await fill(store, scope, index, { ...options, subdir: options.namespace }, cache.dir);
+    return { heal, scope: report, entries: index.entries.size, hydrate };
+  } finally {
+    await cache.close();
+  }
 }
 
 /** The live index of a scope the heal found true. */
 async function indexAfterHeal(store: S3Store, scope: IndexScope, report: ScopeReport): Promise<DatastoreIndex> {
   if (report.held)
     throw new IndexerError(
-      `The index of ${describeScope(scope)} cannot be read: ${report.held}`,
-      'Fix or remove _index/_meta.json, then run again',
+      `The index of ${describeScope(scope)} was left as it is: ${report.held}`,
+      'Nothing was pulled; act on that reason (a newer datastore-indexer for a newer index version; fix or remove a _meta.json that does not parse), then run again',
     );
   const live = await readLiveIndex(store, scope);
   if (live.state !== 'valid') {

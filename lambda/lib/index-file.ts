@@ -27,8 +27,16 @@ export interface ListedObject {
   readonly etag?: string;
 }
 
-/** Outcome of parsing index bytes: a valid index, or why it is unreadable. */
-export type ParsedIndex = { ok: true; index: DatastoreIndex } | { ok: false; reason: string };
+/**
+ * Outcome of parsing index bytes: a valid index, or why it is unreadable. `version` is set when the file
+ * says a version this indexer does not know (a newer client's format: never rewritten in an older one);
+ * `salvaged` holds the sound entries of a file whose entries are mostly sound, so their client fields
+ * survive a rebuild of the bad ones.
+ */
+export type ParsedIndex = { ok: true; index: DatastoreIndex } | { ok: false; reason: string; version?: number; salvaged?: DatastoreIndex };
+
+/** The index format this indexer reads and writes. */
+export const INDEX_VERSION = 1;
 
 /** An empty index. */
 export function emptyIndex(): DatastoreIndex {
@@ -42,6 +50,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /** Validates one entry's shape; returns a reason when it is wrong. */
 function entryProblem(mapKey: string, value: unknown): string | undefined {
   if (!isRecord(value)) return `entry "${mapKey}" is not an object`;
+  if (value.key === undefined) return `entry "${mapKey}" has no key`;
   if (value.key !== mapKey) return `entry "${mapKey}" has key ${JSON.stringify(value.key)}`;
   if (typeof value.size !== 'number' || !Number.isInteger(value.size) || value.size < 0) {
     return `entry "${mapKey}" has no valid size`;
@@ -61,19 +70,33 @@ export function parseIndex(bytes: Uint8Array | string, validateEntry = entryProb
     return { ok: false, reason: `not JSON (${(err as Error).message})` };
   }
   if (!isRecord(json)) return { ok: false, reason: 'not a JSON object' };
-  if (json.version !== 1) return { ok: false, reason: `unsupported version ${JSON.stringify(json.version)}` };
+  if (json.version === undefined) return { ok: false, reason: `no "version" (clients write ${INDEX_VERSION})` };
+  if (typeof json.version === 'number' && json.version !== INDEX_VERSION) {
+    const reason = `version ${json.version}, a format this indexer does not know (it knows ${INDEX_VERSION})`;
+    return { ok: false, reason, version: json.version };
+  }
+  if (json.version !== INDEX_VERSION)
+    return { ok: false, reason: `"version" is ${JSON.stringify(json.version)}, not the number ${INDEX_VERSION}` };
   if (!isRecord(json.entries)) return { ok: false, reason: 'no "entries" object' };
   if (json.lastPulled !== undefined && typeof json.lastPulled !== 'string') {
     return { ok: false, reason: '"lastPulled" is not a string' };
   }
   const entries = new Map<string, IndexEntry>();
+  let first: string | undefined;
+  let bad = 0;
   for (const [key, value] of Object.entries(json.entries)) {
     const problem = validateEntry(key, value);
-    if (problem) return { ok: false, reason: problem };
-    entries.set(key, value as IndexEntry);
+    if (problem) {
+      first ??= problem;
+      bad++;
+    } else entries.set(key, value as IndexEntry);
   }
   const { version: _v, lastPulled, entries: _e, ...extra } = json;
-  return { ok: true, index: { version: 1, lastPulled: lastPulled as string | undefined, entries, extra } };
+  const index: DatastoreIndex = { version: 1, lastPulled: lastPulled as string | undefined, entries, extra };
+  if (first === undefined) return { ok: true, index };
+  const reason = bad > 1 ? `${first} (and ${bad - 1} more bad entries)` : first;
+  // A file mostly sound is a client's slip in a few entries, not another format: its sound entries are kept.
+  return entries.size > bad ? { ok: false, reason, salvaged: index } : { ok: false, reason };
 }
 
 /** The entry a listed object gets in a fresh index. */

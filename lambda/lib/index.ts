@@ -13,6 +13,7 @@
 // Errors: every one is an IndexerError with a `hint` a user can act on.
 export {
   AccessDeniedError,
+  ArchivedObjectError,
   BucketNotFoundError,
   CacheError,
   ConditionalWritesUnsupportedError,
@@ -82,6 +83,7 @@ export {
   type HealAndHydrateOptions,
   type HealAndHydrateReport,
   type HydrateOptions,
+  type ArchivedKey,
   type HydrateReport,
   DEFAULT_HYDRATE_CONCURRENCY,
   healAndHydrate,

@@ -30,6 +30,7 @@ export * from './layouts/shards';
 export * from './layouts/mirror';
 export * from './publish';
 export * from './heal';
+export * from './empty-root';
 export * from './hydrate';
 export * from './cache-files';
 export * from './concurrency';

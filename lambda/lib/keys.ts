@@ -18,6 +18,14 @@ export function isInternalKey(rel: string): boolean {
   return INTERNAL_LAST_SEGMENT.has(segment) || segment.startsWith('_catalog.db-');
 }
 
+/**
+ * True when a listed object is left out of every count: an internal key, or an empty folder marker. A key
+ * ending in `/` that holds bytes is no marker but data no client can store: it is counted as refused.
+ */
+export function isSkippedObject(rel: string, size: number): boolean {
+  return isInternalKey(rel) && !(size > 0 && rel.endsWith('/'));
+}
+
 /** The namespace a key's marker declares (`<ns>/.namespace.json`), or undefined. */
 export function namespaceOfMarker(rel: string): string | undefined {
   const slash = rel.indexOf('/');

@@ -1,6 +1,6 @@
 /** Listing a datastore root: pages streamed from S3 and sorted into the scopes they belong to. */
 import type { ListedObject } from './index-file';
-import { isInternalKey, namespaceOfMarker, topFolder } from './keys';
+import { isSkippedObject, namespaceOfMarker, topFolder } from './keys';
 import { NAMESPACE_MARKER, SHARD_DIR, namespaceMarkerKey, partitionOfFile, scopeBase, segmentProblem } from './names';
 import type { ListPage, S3Store } from './s3';
 import type { DatastoreRoot, IndexScope } from './scope';
@@ -53,7 +53,7 @@ export async function listScopes(
         const ns = namespaceOfMarker(rel);
         if (ns !== undefined) namespaces.add(ns);
       }
-      if (isInternalKey(rel)) internal.push(rel);
+      if (isSkippedObject(rel, object.size)) internal.push(rel);
       all.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
     }
     onListed?.(objectsSeen);
@@ -75,7 +75,7 @@ export async function listScopes(
     const ns = top !== undefined && namespaces.has(top) ? top : '';
     const scopedKey = ns ? rel.slice(ns.length + 1) : rel;
     if (ns) all.delete(rel);
-    if (isInternalKey(scopedKey)) {
+    if (isSkippedObject(scopedKey, object.size)) {
       if (!ns) all.delete(rel);
       notePartition(shardPartitions, ns, scopedKey);
       continue;

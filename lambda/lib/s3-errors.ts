@@ -1,6 +1,7 @@
 /** Translating what the AWS SDK throws into the typed errors a user can act on (each names what failed and hints what to do). */
 import {
   AccessDeniedError,
+  ArchivedObjectError,
   BucketNotFoundError,
   ConfigError,
   CredentialsError,
@@ -74,6 +75,11 @@ function networkCodeOf(err: unknown): string | undefined {
   return first === undefined ? undefined : networkCodeOf(first);
 }
 
+/** The region of an AWS S3 host name that DNS does not know (a mistyped `--region` gives such a name). */
+function unknownRegionOf(detail: string): string | undefined {
+  return /\bs3[.-](?:dualstack\.|fips\.)*([a-z0-9-]+)\.amazonaws\.com/.exec(detail)?.[1];
+}
+
 /** Credential providers failed: no credentials were found, so none were sent. */
 const CREDENTIALS_MISSING = new Set(['CredentialsProviderError', 'ProviderError', 'TokenProviderError']);
 
@@ -131,6 +137,10 @@ export function translateError(err: unknown, operation: string, bucket: string, 
       );
     }
   }
+  // Archived objects answer 403 too, but no grant would let them be read: only a restore does.
+  if (code === 'InvalidObjectState' && key !== undefined) {
+    return new ArchivedObjectError(bucket, key, (err as { StorageClass?: string })?.StorageClass, false, { cause: err });
+  }
   if (code === 'AccessDenied' || code === 'AllAccessDisabled' || status === 403) {
     return new AccessDeniedError(`Access denied: ${operation} on ${where}`, `Grant this identity s3:${operation} on that resource`, {
       cause: err,
@@ -139,12 +149,13 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   const network = networkCodeOf(err);
   if (network !== undefined) {
     // The detail names the endpoint (a refused address, or the silent endpoint of a request timeout).
+    const region = network === 'ENOTFOUND' ? unknownRegionOf(detail) : undefined;
     return new S3UnavailableError(
       `Could not reach S3 for ${operation} on ${where} (${network}) after every retry: ${detail}`,
-      'Check the endpoint and network, then retry',
-      {
-        cause: err,
-      },
+      region
+        ? `Check --region (or "region" in the datastore config): "${region}" may not be a region S3 serves, e.g. us-east-1 or eu-west-1; else check the network`
+        : 'Check the endpoint and network, then retry',
+      { cause: err },
     );
   }
   if (status !== undefined && (status >= 500 || code === 'SlowDown')) {
@@ -160,12 +171,20 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }
 
-export function notAListing(request: unknown, bytes: Buffer): NotAListingError {
+/** True when an error answer is a web page rather than S3's XML error (a web server or a proxy, not the S3 API). */
+export function isWebPage(err: unknown): boolean {
+  const e = err as AwsError;
+  const type = e?.$response?.headers?.['content-type'] ?? '';
+  return /html/i.test(type) || /^\s*<(!doctype html|html)/i.test(e?.message ?? '');
+}
+
+export function notAListing(request: unknown, bytes: Buffer, status?: number): NotAListingError {
   const r = request as { protocol?: string; hostname?: string; port?: number; path?: string };
   const endpoint = `${r.protocol ?? 'https:'}//${r.hostname ?? '?'}${r.port ? `:${r.port}` : ''}${r.path ?? ''}`;
   const start = JSON.stringify(bytes.subarray(0, 60).toString('utf8'));
+  const what = status === undefined ? 'something' : `status ${status} and a page`;
   return new NotAListingError(
-    `The endpoint ${endpoint} answered ListObjectsV2 with something that is not an S3 listing (it starts ${start}); nothing was written`,
+    `The endpoint ${endpoint} answered ListObjectsV2 with ${what} that is not an S3 listing (it starts ${start}); nothing was written`,
     'Check --endpoint (and --force-path-style): it must be the S3 API itself, not a web console or a proxy page',
   );
 }

@@ -4,7 +4,7 @@ import { NotAListingError } from './errors';
 import { decodeUrlKey, isoTime, type ListObjectsPage, parseListObjectsV2 } from './list-xml';
 import type { ListOptions, ListPage } from './s3-types';
 import type { DirectRequests } from './s3-direct';
-import { notAListing, translateError } from './s3-errors';
+import { isWebPage, notAListing, statusOf, translateError } from './s3-errors';
 
 /** Strips the double quotes S3 puts around ETags. */
 export function unquoteEtag(etag: string | undefined): string {
@@ -68,6 +68,11 @@ export async function directPage(
     const input = { Prefix: options.prefix, Delimiter: options.delimiter, StartAfter: token ? undefined : options.startAfter };
     body = (await direct!.send({ op: 'ListObjectsV2', method: 'GET', query, input })).body!;
   } catch (err) {
+    // A web server's error page is no S3 error: name the endpoint that sent it.
+    if (isWebPage(err)) {
+      const request = { protocol: endpoint.protocol, hostname: endpoint.host, path: `${endpoint.basePath}/` };
+      throw notAListing(request, Buffer.from((err as Error).message), statusOf(err));
+    }
     throw translateError(err, 'ListBucket', bucket, options.prefix);
   }
   const page = parseListObjectsV2(body, options.etags !== false);

@@ -1,7 +1,7 @@
 /** The one seam to S3: every request the indexer makes goes through `S3Store`. */
 import type { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { ConditionalWritesUnsupportedError } from './errors';
+import { ArchivedObjectError, ConditionalWritesUnsupportedError } from './errors';
 import { codeOf, isConflict, isNotFound, isUnsupported, statusOf, translateError } from './s3-errors';
 import type { S3Settings } from './config';
 import { createS3Client } from './s3-client';
@@ -144,7 +144,22 @@ export class S3Store {
         info: { size: out.ContentLength ?? 0, etag: unquoteEtag(out.ETag), lastModified: out.LastModified ?? new Date(0) },
       };
     } catch (err) {
+      if (codeOf(err) === 'InvalidObjectState') throw await this.archived(err, key);
       return this.absentOrThrow(err, 'GetObject', key);
+    }
+  }
+
+  /** The error of an archived object, saying whether a restore is under way (a HEAD's `x-amz-restore` tells). */
+  private async archived(err: unknown, key: string): Promise<Error> {
+    const said = translateError(err, 'GetObject', this.bucket, key);
+    try {
+      const out = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
+      const restoring = /ongoing-request\s*=\s*"true"/.test(out.Restore ?? '');
+      return new ArchivedObjectError(this.bucket, key, out.StorageClass ?? (said as ArchivedObjectError).storageClass, restoring, {
+        cause: err,
+      });
+    } catch {
+      return said;
     }
   }
 

@@ -81,6 +81,8 @@ export class PartitionHeal {
   private readonly refusedStale: string[] = [];
   private readonly drift: DriftSample;
   private unreadable?: UnreadablePart;
+  /** Why a commit left its partitions as they are (see `LiveLayout.hold`). */
+  private held?: string;
   private published = false;
   private conflicts = 0;
   private lockWaits = 0;
@@ -309,6 +311,7 @@ export class PartitionHeal {
     this.conflicts += outcome.conflicts;
     this.lockWaits += outcome.lockWaits;
     this.keptCopy ??= outcome.keptCopy;
+    this.held ??= outcome.before.hold ?? outcome.last.hold;
     this.conditional &&= outcome.conditional;
   }
 
@@ -365,6 +368,7 @@ export class PartitionHeal {
       unshardable: this.unshardable,
       refused: refused.length,
       refusedKeys: refused,
+      held: this.held,
       staleMirrors: [],
       mirrorFailures: 0,
       entries: this.entries,

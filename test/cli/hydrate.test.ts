@@ -92,6 +92,7 @@ describe('datastore-indexer hydrate', () => {
       bytes: bytes(''),
       refused: [],
       failed: [],
+      archived: [],
       seconds: expect.any(Number),
     });
 

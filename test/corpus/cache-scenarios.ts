@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type CliRun, readTree, runCli, startCli, tempDir } from '../cli/helpers';
-import { deleteObject, putObjects } from '../helpers/s3';
+import { deleteObject, listKeys, putObjects } from '../helpers/s3';
 import type { S3Store } from '../../lambda/lib/internal';
 
 /** The scenarios this file runs. */
@@ -82,21 +82,30 @@ export async function cacheScenario(name: CacheScenario, store: S3Store, config:
     case 'mistyped-prefix-advice': {
       await putObjects(store, { 'swamp/logs/a.log': 'aaa' });
       const typo = config.replace('"swamp"', '"swamq"');
+      const hydrate = (cache: string) => runCli(['hydrate', '--config', typo, '--cache', cache]);
       const check = await runCli(['check', '--config', typo]);
       const repair = await runCli(['repair', '--config', typo]);
       const advice = 'Check the bucket and --prefix; pass --allow-empty to create an empty index anyway';
       expect(check.stdout).not.toMatch(/repair` heals it/);
       expect(check.stdout).toContain(`swamq/ holds no object at all. ${advice}`);
       expect(repair.stderr).toContain(`swamq/ holds no object at all; no index was created there. ${advice}`);
+      // Issue 34: the three commands exit alike on a prefix that holds nothing.
+      const hydrate1 = await hydrate(join(tempDir(), 'cache'));
+      expect([repair.code, hydrate1.code]).toEqual([1, 1]);
       return check;
     }
     case 'unwritable-cache': {
       await putObjects(store, { 'swamp/logs/a.log': 'aaa', 'swamp/logs/b.log': 'bbb' });
       const cache = join(tempDir(), 'read-only');
       mkdirSync(cache);
+      // Issue 34: nothing is published before the cache is known to be writable.
+      const nothingPublished = async (run: CliRun) => {
+        expect(await listKeys(store, 'swamp/')).toEqual(['swamp/logs/a.log', 'swamp/logs/b.log']);
+        return run;
+      };
       if (mountReadOnly(cache)) {
         try {
-          return await hydrate(cache);
+          return await nothingPublished(await hydrate(cache));
         } finally {
           execFileSync('umount', [cache]);
         }
@@ -108,7 +117,7 @@ export async function cacheScenario(name: CacheScenario, store: S3Store, config:
       }
       chmodSync(cache, 0o555);
       try {
-        return await hydrate(cache);
+        return await nothingPublished(await hydrate(cache));
       } finally {
         chmodSync(cache, 0o755);
       }

@@ -4,6 +4,7 @@
  */
 import { indexWithDeepField } from '../helpers/deep';
 import { indexEntry, s3Event, s3EventRecord } from '../helpers/factories';
+import type { BucketScenario } from './bucket-scenarios';
 import type { CacheScenario } from './cache-scenarios';
 
 /** An index file fed to `parseIndex`: parses with `entries` entries, or is refused with a reason matching `reason`. */
@@ -11,7 +12,16 @@ export interface IndexCase {
   readonly kind: 'index';
   readonly name: string;
   readonly body: () => string;
-  readonly expect: { readonly ok: true; readonly entries: number } | { readonly ok: false; readonly reason: RegExp };
+  readonly expect:
+    | { readonly ok: true; readonly entries: number }
+    | {
+        readonly ok: false;
+        readonly reason: RegExp;
+        /** The version a newer client's file says, which the indexer leaves as it is. */
+        readonly version?: number;
+        /** Sound entries kept (with their client fields) from a file mostly sound; 0: none kept. */
+        readonly salvaged?: number;
+      };
 }
 
 /** A relative key: refused by clients or not (`refusedKeyReason`), internal or not (`isInternalKey`). */
@@ -64,7 +74,8 @@ export interface RunCase {
     | 'unparseable-index-kept'
     | 'deep-client-field-repair'
     | 'cr-key-listed'
-    | CacheScenario;
+    | CacheScenario
+    | BucketScenario;
   readonly expect: { readonly code: number; readonly stderr?: RegExp; readonly stdout?: RegExp };
 }
 
@@ -97,7 +108,12 @@ export const CASES: readonly CorpusCase[] = [
   { kind: 'index', name: 'an empty file', body: () => '', expect: { ok: false, reason: /JSON|empty/i } },
   { kind: 'index', name: 'JSON null', body: () => 'null', expect: { ok: false, reason: /object/i } },
   { kind: 'index', name: 'a JSON array', body: () => '[]', expect: { ok: false, reason: /object/i } },
-  { kind: 'index', name: 'wrong version (2)', body: () => index({}, 2), expect: { ok: false, reason: /version/i } },
+  {
+    kind: 'index',
+    name: 'wrong version (2)',
+    body: () => index({}, 2),
+    expect: { ok: false, reason: /version 2, a format this indexer does not know/, version: 2 },
+  },
   { kind: 'index', name: 'version as a string', body: () => index({}, '1'), expect: { ok: false, reason: /version/i } },
   { kind: 'index', name: 'entries as an array', body: () => index([entry('a')]), expect: { ok: false, reason: /entries/i } },
   { kind: 'index', name: 'entries missing', body: () => JSON.stringify({ version: 1 }), expect: { ok: false, reason: /entries/i } },
@@ -341,7 +357,7 @@ export const CASES: readonly CorpusCase[] = [
     kind: 'run',
     name: 'a mistyped prefix (check and repair agree)',
     scenario: 'mistyped-prefix-advice',
-    expect: { code: 2, stdout: /holds no object at all\. Check the bucket and --prefix/ },
+    expect: { code: 1, stdout: /holds no object at all\. Check the bucket and --prefix/ },
   },
   {
     kind: 'run',
@@ -377,4 +393,130 @@ export const CASES: readonly CorpusCase[] = [
   // Issue 20: clients accept a key holding a CR; listed with encoding-type=url it is indexed as itself.
   { kind: 'key', name: 'a carriage return', key: 'files/cr\rkey.txt', expect: { refused: false, partition: 'files' } },
   { kind: 'run', name: 'a key holding a carriage return (repair)', scenario: 'cr-key-listed', expect: { code: 0, stdout: /\+3 added/ } },
+
+  // Issue 34: what real buckets hold
+  {
+    kind: 'run',
+    name: 'hydrate of 40 objects, 2 of them archived',
+    scenario: 'archived-objects',
+    expect: {
+      code: 1,
+      stderr:
+        /archived: "files\/old-a\.bin" is in GLACIER[^\n]*\n[^\n]*archived: "files\/old-b\.bin" is in DEEP_ARCHIVE[^\n]*\n[^\n]*restore-object --bucket \S+ --key 'swamp\/files\/old-a\.bin'[^\n]*and likewise for the 1 other/,
+      stdout: /Pulled 38 files .* Left 2 archived files in S3 \(restore them, then run again\)\./,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'hydrate of an archived object whose restore is under way',
+    scenario: 'archived-restoring',
+    expect: {
+      code: 1,
+      stderr: /archived: "files\/cold\.bin" is in GLACIER, its restore under way/,
+      stdout: /"archived": \[\s*\{\s*"key": "files\/cold\.bin",\s*"storageClass": "GLACIER",\s*"restoring": true/,
+    },
+  },
+  {
+    kind: 'index',
+    name: "a newer client's index (version 99)",
+    body: () => index({ 'logs/a': entry('logs/a') }, 99),
+    expect: { ok: false, reason: /version 99, a format this indexer does not know \(it knows 1\)/, version: 99 },
+  },
+  {
+    kind: 'index',
+    name: 'no version at all',
+    body: () => JSON.stringify({ entries: {} }),
+    expect: { ok: false, reason: /^no "version" \(clients write 1\)$/ },
+  },
+  {
+    kind: 'index',
+    name: '30 entries with client fields, one malformed (29 salvaged)',
+    body: () =>
+      index({
+        ...Object.fromEntries(
+          Array.from({ length: 29 }, (_, i) => [
+            `logs/${i}`,
+            entry(`logs/${i}`, i, { sha256: `s${i}`, localMtime: '2026-05-04T15:19:58.120Z' }),
+          ]),
+        ),
+        'logs/bad': entry('logs/bad', '12'),
+      }),
+    expect: { ok: false, reason: /entry "logs\/bad" has no valid size/, salvaged: 29 },
+  },
+  {
+    kind: 'index',
+    name: 'entries mostly malformed (none salvaged)',
+    body: () => index({ 'logs/a': entry('logs/a'), 'logs/b': entry('logs/b', -1), 'logs/c': 7 }),
+    expect: { ok: false, reason: /entry "logs\/b" has no valid size \(and 1 more bad entries\)/, salvaged: 0 },
+  },
+  {
+    kind: 'run',
+    name: 'repair of an index holding one malformed entry among 30',
+    scenario: 'one-malformed-entry-repair',
+    expect: {
+      code: 0,
+      stdout: /index was unreadable: entry "logs\/07\.log" has no valid size; copy kept at s3:\/\/.*_control\/.*\+1 added/,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'repair of a version-99 index (left as it is)',
+    scenario: 'newer-index-repair',
+    expect: {
+      code: 2,
+      stdout: /Left .* as it is: swamp\/\.datastore-index\.json says index version 99[^\n]*a newer datastore-indexer is needed/,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'check of a version-99 index',
+    scenario: 'newer-index-check',
+    expect: { code: 2, stdout: /left as it is \(swamp\/\.datastore-index\.json says index version 99/ },
+  },
+  {
+    kind: 'run',
+    name: 'repair of a shard-first scope whose partition file is version 99',
+    scenario: 'newer-shard-repair',
+    expect: { code: 2, stdout: /Left .* as it is: swamp\/_index\/logs\.json says index version 99/ },
+  },
+  {
+    kind: 'run',
+    name: 'a manifest of version 3 (clients read the monolith)',
+    scenario: 'unknown-manifest-version',
+    expect: { code: 0, stdout: /Healed .*: \+1 added/ },
+  },
+  {
+    kind: 'run',
+    name: 'an endpoint answering 404 with a web page',
+    scenario: 'html-404-endpoint',
+    expect: {
+      code: 1,
+      stderr:
+        /^datastore-indexer: The endpoint http:\/\/127\.0\.0\.1:\d+\/\S+ answered ListObjectsV2 with status 404 and a page that is not an S3 listing[^\n]*Check --endpoint/,
+    },
+  },
+  {
+    kind: 'run',
+    name: 'a key ending in / that holds bytes (refused, not a folder marker)',
+    scenario: 'folder-key-with-bytes',
+    expect: { code: 2, stdout: /1 missing, 0 stale, 0 resized; 1 refused\n[\s\S]*refused {2}data\/x\// },
+  },
+  {
+    kind: 'run',
+    name: 'an NFD prefix whose keys are NFC',
+    scenario: 'nfd-prefix',
+    expect: { code: 1, stdout: /s3:\/\/\S+\/caf\u00e9\/ holds objects: the same name in Unicode normalisation NFC/ },
+  },
+  {
+    kind: 'config',
+    name: 'a prefix with a leading space',
+    config: { bucket: 'b', prefix: ' swamp' },
+    expect: { error: /starts with a space/ },
+  },
+  {
+    kind: 'config',
+    name: 'a prefix with a trailing space',
+    config: { bucket: 'b', prefix: 'swamp/ ' },
+    expect: { error: /ends with a space/ },
+  },
 ];

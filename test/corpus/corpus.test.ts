@@ -24,7 +24,8 @@ import { deepRoot } from '../helpers/deep';
 import { indexEntry } from '../helpers/factories';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { connectStore, listKeys, putIndex, putObject, putObjects, readIndex, readObject, testEndpoint, testStore } from '../helpers/s3';
-import { cacheScenario } from './cache-scenarios';
+import { BUCKET_SCENARIOS, type BucketScenario, bucketScenario } from './bucket-scenarios';
+import { type CacheScenario, cacheScenario } from './cache-scenarios';
 import { CASES, type ConfigCase, type EventCase, HUGE_INDEX, type IndexCase, type KeyCase, type RunCase } from './cases';
 
 const of = <K extends string>(kind: K) => CASES.filter((c) => c.kind === kind);
@@ -40,7 +41,12 @@ describe('index files', () => {
     expect(parsed.ok).toBe(c.expect.ok);
     if (parsed.ok && c.expect.ok && c.name !== HUGE_INDEX) expect(parsed.index.entries.size).toBe(c.expect.entries);
     if (parsed.ok && c.name === HUGE_INDEX) expect(parsed.index.entries.size).toBeGreaterThan(300_000);
-    if (!parsed.ok && !c.expect.ok) expect(parsed.reason).toMatch(c.expect.reason);
+    if (!parsed.ok && !c.expect.ok) {
+      expect(parsed.reason).toMatch(c.expect.reason);
+      expect(parsed.reason).not.toMatch(/undefined/);
+      if (c.expect.version !== undefined) expect(parsed.version).toBe(c.expect.version);
+      if (c.expect.salvaged !== undefined) expect(parsed.salvaged?.entries.size ?? 0).toBe(c.expect.salvaged);
+    }
   });
 });
 
@@ -249,7 +255,9 @@ describe('runs of the command', () => {
         return run;
       }
       default:
-        return cacheScenario(c.scenario, store, config);
+        if ((BUCKET_SCENARIOS as readonly string[]).includes(c.scenario))
+          return bucketScenario(c.scenario as BucketScenario, store, config);
+        return cacheScenario(c.scenario as CacheScenario, store, config);
     }
   }
 

@@ -19,3 +19,20 @@ describe('error names', () => {
     expect(String(error)).toMatch(new RegExp(`^${name}: `));
   });
 });
+
+describe('translateError', () => {
+  // DNS fails for the host of a region S3 does not serve; no test may send that lookup, so the SDK's error is built here.
+  const notFound = (host: string) =>
+    Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND', errno: -3008, syscall: 'getaddrinfo', hostname: host });
+
+  it('names --region when the S3 host of a region does not resolve', () => {
+    const error = lib.translateError(notFound('my-bucket.s3.mars-north-7.amazonaws.com'), 'ListBucket', 'my-bucket', 'swamp/');
+    expect(error).toBeInstanceOf(lib.S3UnavailableError);
+    expect((error as lib.IndexerError).hint).toMatch(/^Check --region \(or "region" in the datastore config\): "mars-north-7" may not be/);
+  });
+
+  it('leaves the endpoint and network to check when another host does not resolve', () => {
+    const error = lib.translateError(notFound('minio.internal'), 'ListBucket', 'b', 'swamp/');
+    expect((error as lib.IndexerError).hint).toBe('Check the endpoint and network, then retry');
+  });
+});

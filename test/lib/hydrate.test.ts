@@ -62,6 +62,7 @@ describe('hydrateCache', () => {
       bytes: [...seeded.objects.get('')!.values()].reduce((n, b) => n + b.length, 0),
       refused: [],
       failed: [],
+      archived: [],
     });
     await expectCacheMatches(cacheDir, seeded);
     expect(await filesUnder(cacheDir)).toEqual([...seeded.objects.get('')!.keys(), '.datastore-index.json'].sort());

@@ -9,7 +9,16 @@ import { withUnfinishedMirror } from './mirror';
 import { type MirrorCheck, checkMirror, readMirrorAhead } from './mirror-check';
 import { type SpeculativeRead, speculativeGet } from './objects';
 import { readShards, readShardsPartially } from './shards';
-import { type KnownIndex, type Layout, type LiveIndex, type LiveLayout, type MirrorState, type UnreadablePart, baseIndexOf } from './types';
+import {
+  type KnownIndex,
+  type Layout,
+  type LiveIndex,
+  type LiveLayout,
+  type MirrorState,
+  type UnreadablePart,
+  baseIndexOf,
+  withNewerHold,
+} from './types';
 
 /** How to read a live index. */
 export interface ReadOptions {
@@ -47,7 +56,7 @@ function rememberLayout(store: S3Store, metaKey: string, layout: Layout): void {
 
 /** Reads a scope's live index in the layout clients would see (see `Layout`). */
 export async function readLiveIndex(store: S3Store, scope: IndexScope, options: ReadOptions = {}): Promise<LiveIndex> {
-  const live = await readScope(store, scope, options);
+  const live = withNewerHold(await readScope(store, scope, options));
   rememberLayout(store, manifestKeyOf(scope), live.layout);
   return live;
 }
@@ -143,8 +152,8 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const unchanged = known?.etag !== undefined && (object.notModified || object.etag === known.etag);
   const parsed = unchanged ? { ok: true as const, index: known.index } : parseIndex(object.body);
   if (!parsed.ok) {
-    const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag };
-    return { ...layout, state: 'unreadable', ...bad, parts: [bad] };
+    const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag, version: parsed.version };
+    return { ...layout, state: 'unreadable', ...bad, parts: [bad], salvaged: parsed.salvaged };
   }
   const etag = unchanged ? known.etag : object.etag;
   if (checking && layout.mirror)

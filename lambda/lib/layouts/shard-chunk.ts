@@ -8,7 +8,7 @@ import type { IndexScope } from '../scope';
 import { mapLimit } from '../concurrency';
 import { type ShardMeta, readManifest } from './manifest';
 import { groupByPartition, shardPending } from './shards';
-import type { KnownIndex, LiveIndex, ShardState, UnreadablePart } from './types';
+import { type KnownIndex, type LiveIndex, type ShardState, type UnreadablePart, withNewerHold } from './types';
 
 /** A shard-first scope as found before a heal by partitions: its manifest, and its partition files' ETags. */
 export interface ShardBase {
@@ -65,7 +65,7 @@ export async function readPartitionFile(
   if (known && (object.notModified || object.etag === known.etag)) return { entries: known.entries, etag: known.etag };
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
-    const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag };
+    const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag, version: parsed.version };
     return { entries: new Map(), etag: object.etag, lastModified: object.lastModified, bad };
   }
   // Filtered where it was parsed: a partition file can be the largest thing a heal by partitions holds.
@@ -135,6 +135,7 @@ export async function readShardChunk(
     partial: partitions,
   };
   const pending = shardPending({ intent: intent !== undefined, missing, orphans: new Set(), newer });
-  if (parts.length > 0) return { layout: 'shard-first', shards, pending, state: 'unreadable', ...parts[0], parts, salvaged: index };
+  if (parts.length > 0)
+    return withNewerHold({ layout: 'shard-first', shards, pending, state: 'unreadable', ...parts[0], parts, salvaged: index });
   return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };
 }

@@ -60,6 +60,7 @@ export async function readShards(
         reason: `shard ${partition}: ${parsed.reason}`,
         bytes: object.body,
         etag: object.etag,
+        version: parsed.version,
       });
       continue;
     }

@@ -60,6 +60,8 @@ export interface UnreadablePart {
   readonly reason: string;
   readonly bytes: Buffer;
   readonly etag: string;
+  /** The version it says, when this indexer does not know it (see `withNewerHold`). */
+  readonly version?: number;
 }
 
 /** What every read of a live index carries besides its entries. */
@@ -102,6 +104,18 @@ export interface KnownIndex {
 export function baseIndexOf(live: LiveIndex): DatastoreIndex | undefined {
   if (live.state === 'valid') return live.index;
   return live.state === 'unreadable' ? live.salvaged : undefined;
+}
+
+/**
+ * The live index held when one of its files says an index version this indexer does not know: a newer
+ * client wrote it, and a rebuild would write it back in an older format. Left as it is, reported.
+ */
+export function withNewerHold(live: LiveIndex): LiveIndex {
+  if (live.state !== 'unreadable' || live.hold) return live;
+  const newer = live.parts.find((p) => p.version !== undefined);
+  if (!newer) return live;
+  const hold = `${newer.key} says index version ${newer.version}, which this indexer does not know: a newer datastore-indexer is needed`;
+  return { ...live, hold };
 }
 
 /** A partition file the mirror of a monolith could not refresh (clients treat those writes as best effort too). */
