@@ -8,6 +8,38 @@ export interface S3Settings {
   readonly region?: string;
   readonly endpoint?: string;
   readonly forcePathStyle?: boolean;
+  /**
+   * The account (12 digits) that must own the bucket, sent on every request as S3's expected bucket owner, so a
+   * bucket of the same name in another account is refused (403) rather than read or written. Not a key of
+   * swamp's config: the Lambda takes it from `DATASTORE_BUCKET_OWNER`, the command from `--expected-bucket-owner`.
+   */
+  readonly expectedBucketOwner?: string;
+}
+
+/** Checks an expected bucket owner (`what` names where it came from): an AWS account id, 12 digits. */
+export function checkAccountId(value: string, what: string): string {
+  if (!/^\d{12}$/.test(value)) {
+    throw new ConfigError(
+      `${what} must be an AWS account id (12 digits), got ${JSON.stringify(value)}`,
+      "Give the bucket owner's account id",
+    );
+  }
+  return value;
+}
+
+/**
+ * Checks a namespace name as a caller gives it (`--namespace`, a direct invoke's `"namespace"`, a heal's
+ * `namespace` option) and returns it: one folder name, never `.` or `..`, which would name the root itself
+ * or its parent rather than a folder of it.
+ */
+export function checkNamespaceName(namespace: string, what = 'namespace'): string {
+  if (namespace === '' || namespace.includes('/') || segmentProblem(namespace) || /[\u0000-\u001f\u007f]/.test(namespace)) {
+    throw new ConfigError(
+      `${what} ${JSON.stringify(namespace)} is not a namespace name`,
+      'A namespace is one top-level folder of the root that holds .namespace.json, e.g. "team-a"',
+    );
+  }
+  return namespace;
 }
 
 /** swamp's `--config` for `@swamp/s3-datastore`, exactly its keys. */

@@ -1,6 +1,7 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
+import { checkNamespaceName } from './config';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { firstDriftKeys } from './key-sample';
 import { isRefusedKey, partitionOf } from './keys';
@@ -115,6 +116,7 @@ const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create 
  * read whole and healed after the listing.
  */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
+  if (options.namespace !== undefined) checkNamespaceName(options.namespace);
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
   if (options.listing) {

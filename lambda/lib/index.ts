@@ -33,6 +33,8 @@ export {
 export {
   type DatastoreConfig,
   type S3Settings,
+  checkAccountId,
+  checkNamespaceName,
   normalizePrefix,
   parseDatastoreConfig,
   resolveDatastoreConfig,

@@ -4,6 +4,7 @@
  * listing is complete: a partial listing is never published as a complete index.
  */
 import { mapLimit } from './concurrency';
+import { checkNamespaceName } from './config';
 import { type HealOptions, type HealReport, healRoot } from './heal';
 import type { IndexEntry, ListedObject } from './index-file';
 import { readLiveIndex } from './layouts/read';
@@ -130,6 +131,7 @@ export async function repairResumable(
   root: DatastoreRoot,
   options: ResumableRepairOptions,
 ): Promise<ResumableRepairResult> {
+  if (options.namespace !== undefined) checkNamespaceName(options.namespace);
   const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
   const reserveMs = options.reserveMs ?? 60_000;
   const saving = options.mode === 'repair';
