@@ -27,21 +27,6 @@ export function checkAccountId(value: string, what: string): string {
   return value;
 }
 
-/**
- * Checks a namespace name as a caller gives it (`--namespace`, a direct invoke's `"namespace"`, a heal's
- * `namespace` option) and returns it: one folder name, never `.` or `..`, which would name the root itself
- * or its parent rather than a folder of it.
- */
-export function checkNamespaceName(namespace: string, what = 'namespace'): string {
-  if (namespace === '' || namespace.includes('/') || segmentProblem(namespace) || /[\u0000-\u001f\u007f]/.test(namespace)) {
-    throw new ConfigError(
-      `${what} ${JSON.stringify(namespace)} is not a namespace name`,
-      'A namespace is one top-level folder of the root that holds .namespace.json, e.g. "team-a"',
-    );
-  }
-  return namespace;
-}
-
 /** swamp's `--config` for `@swamp/s3-datastore`, exactly its keys. */
 export interface DatastoreConfig extends S3Settings {
   readonly bucket: string;

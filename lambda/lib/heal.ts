@@ -1,7 +1,6 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { type Drift, type DriftCounts, diffIndex, driftCounts, healIndex, isClean } from './drift';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
-import { checkNamespaceName } from './config';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { firstDriftKeys } from './key-sample';
 import { isRefusedKey, partitionOf } from './keys';
@@ -11,7 +10,7 @@ import { shardBaseFor } from './layouts/shard-chunk';
 import { type Layout, type LiveIndex, baseIndexOf } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
 import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
-import { rootBase, scopeBase } from './names';
+import { checkNamespaceName, rootBase, scopeBase } from './names';
 import { parallelLister } from './parallel-list';
 import { type Plan, type Planner, type PublishEvent, type PublishOptions, type PublishOutcome, publishIndex } from './publish';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
@@ -116,8 +115,7 @@ const EMPTY_HINT = 'Check the bucket and --prefix; pass --allow-empty to create 
  * read whole and healed after the listing.
  */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
-  if (options.namespace !== undefined) checkNamespaceName(options.namespace);
-  const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const base = rootBase(root) + (options.namespace ? `${checkNamespaceName(options.namespace)}/` : '');
   const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
   if (options.listing) {
     const guard = new MemoryGuard(memoryBudget(options.memoryBudget));

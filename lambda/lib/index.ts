@@ -34,7 +34,6 @@ export {
   type DatastoreConfig,
   type S3Settings,
   checkAccountId,
-  checkNamespaceName,
   normalizePrefix,
   parseDatastoreConfig,
   resolveDatastoreConfig,
@@ -55,7 +54,7 @@ export { createS3Client } from './s3-client';
 export { namespaceExists } from './list';
 
 // The keys the contract names.
-export { INDEX_KEY } from './names';
+export { INDEX_KEY, checkNamespaceName } from './names';
 export { isInternalKey, isRefusedKey, refusedKeyReason } from './keys';
 
 // An index as clients read it.

@@ -4,7 +4,6 @@
  * listing is complete: a partial listing is never published as a complete index.
  */
 import { mapLimit } from './concurrency';
-import { checkNamespaceName } from './config';
 import { type HealOptions, type HealReport, healRoot } from './heal';
 import type { IndexEntry, ListedObject } from './index-file';
 import { readLiveIndex } from './layouts/read';
@@ -12,7 +11,7 @@ import { baseIndexOf } from './layouts/types';
 import { type Lister, listScopes } from './list';
 import { isoTime } from './list-xml';
 import { MemoryGuard, memoryBudget } from './memory';
-import { repairPartsDir, repairProgressKey, rootBase } from './names';
+import { checkNamespaceName, repairPartsDir, repairProgressKey, rootBase } from './names';
 import type { ListPage, S3Store } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
@@ -131,8 +130,7 @@ export async function repairResumable(
   root: DatastoreRoot,
   options: ResumableRepairOptions,
 ): Promise<ResumableRepairResult> {
-  if (options.namespace !== undefined) checkNamespaceName(options.namespace);
-  const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const base = rootBase(root) + (options.namespace ? `${checkNamespaceName(options.namespace)}/` : '');
   const reserveMs = options.reserveMs ?? 60_000;
   const saving = options.mode === 'repair';
   const progressKey = repairProgressKey(root, options.namespace);

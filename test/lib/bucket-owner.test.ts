@@ -56,7 +56,11 @@ describe('an expected bucket owner', () => {
 });
 
 describe('namespace names', () => {
-  test.each(['.', '..', '', 'a/b'])('%j is refused with a ConfigError by the check, a heal and a resumable repair', async (ns) => {
+  test('the check refuses an empty name too (a heal takes an empty namespace option as none)', () => {
+    expect(() => checkNamespaceName('', '--namespace')).toThrow(/^--namespace "" is not a namespace name/);
+  });
+
+  test.each(['.', '..', 'a/b'])('%j is refused with a ConfigError by the check, a heal and a resumable repair', async (ns) => {
     // GIVEN a store that must never be asked anything
     const store = S3Store.connect({ ...testSettings(), endpoint: 'http://127.0.0.1:9' }, 'never-asked');
     const root = { bucket: 'never-asked', prefix: 'swamp' };
