@@ -18,6 +18,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import {
   ConfigError,
   DEFAULT_HYDRATE_CONCURRENCY,
+  checkAccountId,
+  checkNamespaceName,
   type DatastoreRoot,
   type PublishEvent,
   S3Store,
@@ -56,6 +58,7 @@ interface DatastoreFlags {
   readonly region?: string;
   readonly endpoint?: string;
   readonly forcePathStyle?: true;
+  readonly expectedBucketOwner?: string;
   readonly namespace?: string;
   readonly json?: true;
 }
@@ -113,9 +116,10 @@ async function connect(flags: DatastoreFlags): Promise<Datastore> {
     endpoint: flags.endpoint,
     forcePathStyle: flags.forcePathStyle,
   });
-  const store = S3Store.connect(config, config.bucket);
+  const owner = flags.expectedBucketOwner === undefined ? undefined : checkAccountId(flags.expectedBucketOwner, '--expected-bucket-owner');
+  const store = S3Store.connect({ ...config, expectedBucketOwner: owner }, config.bucket);
   const root = rootOf(config);
-  const namespace = flags.namespace;
+  const namespace = flags.namespace === undefined ? undefined : checkNamespaceName(flags.namespace, '--namespace');
   if (namespace !== undefined && !(await namespaceExists(store, root, namespace))) {
     store.client.destroy();
     throw new ConfigError(
@@ -269,6 +273,7 @@ function withDatastoreFlags(command: Command): Command {
     .option('--region <region>', 'the bucket region (overrides "region"; default AWS_REGION, else us-east-1)')
     .option('--endpoint <url>', 'an S3-compatible endpoint such as MinIO or R2 (overrides "endpoint")')
     .option('--force-path-style', 'put the bucket in the URL path, as MinIO needs (overrides "forcePathStyle")')
+    .option('--expected-bucket-owner <account>', 'refuse the bucket unless this AWS account owns it (S3 answers 403)')
     .option('--namespace <ns>', "only this namespace's index (a top-level folder holding .namespace.json)")
     .option('--json', 'print one JSON report on stdout instead of text');
 }

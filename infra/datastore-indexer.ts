@@ -1,15 +1,18 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import { Rule } from 'aws-cdk-lib/aws-events';
+import { Duration, Names, RemovalPolicy, Stack, Tags } from 'aws-cdk-lib';
+import { type IRule, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Policy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Function as CdkFunction, type FunctionOptions } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, Function as CdkFunction, type FunctionOptions, RecursiveLoop } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup } from 'aws-cdk-lib/aws-logs';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption, RedrivePermission } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { INDEXER_ENV, METRICS_NAMESPACE, SERVICE_NAME } from '../lambda/env';
 import { IndexerAlarms } from './alarms';
+import { alarmTopicFor } from './private/alarm-topic';
+import { bucketAccount } from './private/bucket-account';
 import { BUILT_BUNDLE_CONTEXT, DEFAULT_ENTRY, FROM_SOURCES, LAMBDA_RUNTIME, nodejsBundling, shippedBundleCode } from './private/bundling';
 import { deliverS3Notifications, EventBridgeDelivery } from './private/event-delivery';
 import { suppressIndexerFindings, suppressNotificationsHandlerFindings } from './private/nag-suppressions';
@@ -24,6 +27,12 @@ import { EventDelivery, type DatastoreIndexerProps } from './props';
  * throttle lasts (docs/DESIGN.md, "Concurrency").
  */
 export const MAX_RECEIVE_COUNT = 10;
+
+/**
+ * Invocations the function may run beyond the queue's `maxConcurrency`: the schedule and one direct invoke. The
+ * reserved concurrency is their sum, so that the queue's runs are never throttled and nothing else runs more.
+ */
+export const CONCURRENCY_BEYOND_QUEUE = 2;
 
 /** Events per invocation: the most SQS allows with a batching window is 10 000; 1 000 keeps a batch well under 6 MB. */
 const BATCH_SIZE = 1000;
@@ -50,23 +59,38 @@ export class DatastoreIndexer extends Construct {
   readonly logGroup: LogGroup;
   /** The queue of object events (and of the function's own delayed re-checks). */
   readonly queue: Queue;
-  /** Where an event goes after `MAX_RECEIVE_COUNT` failed receives. */
+  /** Where an event goes after `MAX_RECEIVE_COUNT` failed receives, or when EventBridge cannot deliver it. */
   readonly deadLetterQueue: Queue;
   /** The rule that runs the drift repair. */
   readonly scheduleRule: Rule;
-  /** The dead-letter, error and queue-age alarms. */
+  /** The rule that forwards object events, under EventBridge delivery. */
+  readonly deliveryRule?: Rule;
+  /** The topic every alarm notifies: the `alarmTopic` prop, or one made here. */
+  readonly alarmTopic: ITopic;
+  /** Every alarm of the indexer, each notifying `alarmTopic`. */
   readonly alarms: IndexerAlarms;
 
   constructor(scope: Construct, id: string, props: DatastoreIndexerProps) {
     super(scope, id);
     const config = resolveProps(props);
     const { bucket } = props;
+    const account = bucketAccount(this, bucket);
+    for (const [key, value] of Object.entries(props.tags ?? {})) Tags.of(this).add(key, value);
 
+    // A name of its own, so that the dead-letter queue's redrive allow policy can name it without a reference cycle.
+    const queueName = props.queueProps?.queueName ?? `${Names.uniqueResourceName(this, { maxLength: 73 })}-events`;
+    const queueArn = `arn:${Stack.of(this).partition}:sqs:${Stack.of(this).region}:${Stack.of(this).account}:${queueName}`;
+    // Kept on stack deletion: the events it holds are the ones the indexer gave up on.
     this.deadLetterQueue = new Queue(this, 'DeadLetterQueue', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
+      removalPolicy: RemovalPolicy.RETAIN,
       ...props.deadLetterQueueProps,
+      redriveAllowPolicy: {
+        redrivePermission: RedrivePermission.BY_QUEUE,
+        sourceQueues: [Queue.fromQueueArn(this, 'EventQueueRef', queueArn)],
+      },
     });
 
     // Lambda's advice for SQS sources: at least 6x the function timeout, plus the batching window,
@@ -76,6 +100,7 @@ export class DatastoreIndexer extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       ...props.queueProps,
+      queueName,
       visibilityTimeout,
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: MAX_RECEIVE_COUNT },
     });
@@ -87,9 +112,10 @@ export class DatastoreIndexer extends Construct {
       description: 'Datastore indexer function',
     });
     this.role = role;
+    // Kept on stack deletion, so that the logs of what happened before are still there to read.
     const logGroup = new LogGroup(this, 'LogGroup', {
       retention: config.logRetention,
-      removalPolicy: RemovalPolicy.DESTROY,
+      removalPolicy: RemovalPolicy.RETAIN,
     });
     this.logGroup = logGroup;
     logGroup.grantWrite(role);
@@ -101,10 +127,12 @@ export class DatastoreIndexer extends Construct {
       ...overrides,
       memorySize: config.memorySize,
       timeout: config.timeout,
-      reservedConcurrentExecutions: undefined,
-      // No reserved concurrency: the event source mapping's maxConcurrency bounds the queue's runs
-      // without throttling them (a throttled batch would use up a receive), and concurrent runs on
-      // one index are safe (datastore lock, If-Match, re-check).
+      // Above the event source mapping's maxConcurrency, so its runs are never throttled (a throttled batch would
+      // use up a receive); the rest bounds what direct invokes can start. Concurrent runs on one index are safe.
+      reservedConcurrentExecutions: config.maxConcurrency + CONCURRENCY_BEYOND_QUEUE,
+      // The function's own messages (finishes, re-checks, repair continuations) form chains longer than Lambda's
+      // loop detection allows; each kind is bounded in the handler (docs/DESIGN.md, "Concurrency").
+      recursiveLoop: RecursiveLoop.ALLOW,
       role,
       logGroup,
       environment: {
@@ -113,6 +141,7 @@ export class DatastoreIndexer extends Construct {
         [INDEXER_ENV.prefixes]: config.prefixes.join(','),
         [INDEXER_ENV.namespaces]: config.namespaces.join(','),
         [INDEXER_ENV.queueUrl]: this.queue.queueUrl,
+        [INDEXER_ENV.bucketOwner]: account,
         [INDEXER_ENV.serviceName]: SERVICE_NAME,
         [INDEXER_ENV.metricsNamespace]: METRICS_NAMESPACE,
         NODE_OPTIONS: '--enable-source-maps',
@@ -148,7 +177,7 @@ export class DatastoreIndexer extends Construct {
     this.queue.encryptionMasterKey?.grant(this.function, 'kms:GenerateDataKey', 'kms:Decrypt');
 
     const access = new Policy(this, 'DatastoreAccess', {
-      statements: s3AccessStatements(bucket.bucketArn, config.prefixes, config.namespaces),
+      statements: s3AccessStatements(bucket.bucketArn, config.prefixes, config.namespaces, account),
     });
     const key = props.encryptionKey ?? bucket.encryptionKey;
     if (key) access.addStatements(kmsAccessStatement(key.keyArn));
@@ -157,9 +186,10 @@ export class DatastoreIndexer extends Construct {
     this.function.node.addDependency(access);
 
     if (config.eventDelivery === EventDelivery.EVENTBRIDGE) {
-      new EventBridgeDelivery(this, 'ObjectEvents', bucket, this.queue, config.prefixes);
+      const queues = { queue: this.queue, deadLetterQueue: this.deadLetterQueue };
+      this.deliveryRule = new EventBridgeDelivery(this, 'ObjectEvents', bucket, queues, config.prefixes, account).rule;
     } else {
-      deliverS3Notifications(bucket, this.queue, config.prefixes);
+      deliverS3Notifications(bucket, this.queue, config.prefixes, account);
       suppressNotificationsHandlerFindings(this);
     }
 
@@ -170,12 +200,16 @@ export class DatastoreIndexer extends Construct {
       targets: [new LambdaFunction(this.function, { retryAttempts: 2, maxEventAge: Duration.hours(1) })],
     });
 
+    this.alarmTopic = alarmTopicFor(this, props.alarmTopic, props.alarmEmail);
+    const rules: Record<string, IRule> = { Schedule: this.scheduleRule };
+    if (this.deliveryRule) rules.ObjectEvents = this.deliveryRule;
     this.alarms = new IndexerAlarms(this, 'Alarms', {
       function: this.function,
       queue: this.queue,
       deadLetterQueue: this.deadLetterQueue,
       visibilityTimeout,
-      topic: props.alarmTopic,
+      rules,
+      topic: this.alarmTopic,
     });
 
     suppressIndexerFindings(access, bucket.bucketArn, config.prefixes, config.namespaces);

@@ -24,11 +24,12 @@ export enum EventDelivery {
 /**
  * Function settings a {@link DatastoreIndexer} takes over its defaults (VPC, tracing, name, extra
  * environment, ...). What the indexer relies on is left out: its role and log group (exposed on the
- * construct), no reserved concurrency (the queue's `maxConcurrency` bounds its runs), and memory, timeout and log retention (props of their own).
+ * construct), its reserved concurrency (`maxConcurrency` plus room for the schedule and a direct invoke), its
+ * recursive-loop setting (docs/DESIGN.md, "Concurrency"), and memory, timeout and log retention (props of their own).
  */
 export type IndexerFunctionOverrides = Omit<
   FunctionOptions,
-  'role' | 'logGroup' | 'logRetention' | 'reservedConcurrentExecutions' | 'memorySize' | 'timeout'
+  'role' | 'logGroup' | 'logRetention' | 'reservedConcurrentExecutions' | 'recursiveLoop' | 'memorySize' | 'timeout'
 >;
 
 /** Queue settings a {@link DatastoreIndexer} takes over its defaults; the visibility timeout and dead-letter queue are its own. */
@@ -36,14 +37,23 @@ export type IndexerQueueOverrides = Omit<QueueProps, 'visibilityTimeout' | 'dead
 
 /** Properties of a {@link DatastoreIndexer}. */
 export interface DatastoreIndexerProps {
-  /** The bucket that holds the datastores: imported by name (`Bucket.fromBucketName`) or created by the app. */
+  /**
+   * The bucket that holds the datastores: imported by name (`Bucket.fromBucketName`) or created by the app. It must
+   * belong to the deploying account: every request expects that owner, and a bucket whose account is known to differ is refused.
+   */
   readonly bucket: IBucket;
 
   /**
-   * Datastore roots (key prefixes without leading or trailing `/`) to keep indexed.
-   * @default [] - one datastore at the bucket root
+   * Datastore roots (key prefixes without leading or trailing `/`) to keep indexed; required unless `bucketRoot`.
+   * @default - none: an error unless `bucketRoot` is true
    */
   readonly prefixes?: readonly string[];
+
+  /**
+   * Keep one datastore at the bucket root (no prefixes): the role may then read every object of the bucket.
+   * @default false
+   */
+  readonly bucketRoot?: boolean;
 
   /**
    * The namespaces the indexer keeps, each as its folder relative to the bucket: `<prefix>/<namespace>`
@@ -102,9 +112,21 @@ export interface DatastoreIndexerProps {
 
   /**
    * Topic that the alarms notify, on alarm and on recovery.
-   * @default - alarms are created without actions
+   * @default - a topic the construct creates (`alarmTopic` on the construct)
    */
   readonly alarmTopic?: ITopic;
+
+  /**
+   * E-mail address subscribed to the alarm topic (the address must confirm the subscription).
+   * @default - nobody; synth warns when the construct made the topic and nobody is subscribed
+   */
+  readonly alarmEmail?: string;
+
+  /**
+   * Tags put on every resource of the construct.
+   * @default - none
+   */
+  readonly tags?: Readonly<Record<string, string>>;
 
   /**
    * The KMS key that encrypts the bucket's objects, when it uses SSE-KMS.
@@ -133,8 +155,9 @@ export interface DatastoreIndexerProps {
   readonly queueProps?: IndexerQueueOverrides;
 
   /**
-   * Overrides merged over the dead-letter queue's defaults (SQS-managed encryption, TLS only, 14 days).
+   * Overrides merged over the dead-letter queue's defaults (SQS-managed encryption, TLS only, 14 days, retained on
+   * stack deletion); its redrive allow policy (only the event queue) is its own.
    * @default - none
    */
-  readonly deadLetterQueueProps?: Omit<QueueProps, 'deadLetterQueue'>;
+  readonly deadLetterQueueProps?: Omit<QueueProps, 'deadLetterQueue' | 'redriveAllowPolicy'>;
 }

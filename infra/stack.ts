@@ -9,14 +9,20 @@ import type { EventDelivery } from './props';
 
 /** Properties of a {@link DatastoreIndexerStack}: one shared bucket, imported by name. */
 export interface DatastoreIndexerStackProps extends StackProps {
-  /** Name of the existing shared bucket; the stack must be deployed in its region. */
+  /** Name of the existing shared bucket; the stack must be deployed in its account and its region. */
   readonly bucketName: string;
 
   /**
-   * Datastore roots in the bucket.
-   * @default [] - one datastore at the bucket root
+   * Datastore roots in the bucket; required unless `bucketRoot`.
+   * @default - none: an error unless `bucketRoot` is true
    */
   readonly prefixes?: readonly string[];
+
+  /**
+   * Keep one datastore at the bucket root: see `DatastoreIndexerProps.bucketRoot`.
+   * @default false
+   */
+  readonly bucketRoot?: boolean;
 
   /**
    * Namespaces the indexer keeps (`<prefix>/<namespace>`): see `DatastoreIndexerProps.namespaces`.
@@ -44,9 +50,15 @@ export interface DatastoreIndexerStackProps extends StackProps {
 
   /**
    * ARN of an existing SNS topic for the alarms.
-   * @default - alarms without actions
+   * @default - a topic the stack creates
    */
   readonly alarmTopicArn?: string;
+
+  /**
+   * E-mail address subscribed to the alarm topic.
+   * @default - nobody (synth warns when the stack made the topic)
+   */
+  readonly alarmEmail?: string;
 
   /**
    * ARN of the bucket's SSE-KMS key.
@@ -75,11 +87,13 @@ export class DatastoreIndexerStack extends Stack {
     this.indexer = new DatastoreIndexer(this, 'Indexer', {
       bucket: Bucket.fromBucketName(this, 'SharedBucket', props.bucketName),
       prefixes: props.prefixes,
+      bucketRoot: props.bucketRoot,
       namespaces: props.namespaces,
       schedule: props.schedule,
       eventDelivery: props.eventDelivery,
       maxConcurrency: props.maxConcurrency,
       alarmTopic: props.alarmTopicArn ? Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined,
+      alarmEmail: props.alarmEmail,
       encryptionKey: props.kmsKeyArn ? Key.fromKeyArn(this, 'BucketKey', props.kmsKeyArn) : undefined,
       entry: props.entry,
     });
@@ -88,5 +102,6 @@ export class DatastoreIndexerStack extends Stack {
     new CfnOutput(this, 'FunctionName', { value: this.indexer.function.functionName });
     new CfnOutput(this, 'QueueUrl', { value: this.indexer.queue.queueUrl });
     new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.indexer.deadLetterQueue.queueUrl });
+    new CfnOutput(this, 'AlarmTopicArn', { value: this.indexer.alarmTopic.topicArn });
   }
 }

@@ -13,6 +13,8 @@ export const INDEXER_ENV = {
   namespaces: 'DATASTORE_NAMESPACES',
   /** Where delayed re-checks and repair continuations are sent. */
   queueUrl: 'DATASTORE_QUEUE_URL',
+  /** The account that must own the bucket: sent as S3's expected bucket owner on every request. */
+  bucketOwner: 'DATASTORE_BUCKET_OWNER',
   /** Powertools' service name of logs and metrics. */
   serviceName: 'POWERTOOLS_SERVICE_NAME',
   /** Powertools' CloudWatch namespace of metrics. */
@@ -33,6 +35,8 @@ export const TUNING_ENV = {
 export const RUNTIME_ENV = {
   /** The function's memory in MiB: the memory budget of a full heal (`memoryBudget`). */
   functionMemory: 'AWS_LAMBDA_FUNCTION_MEMORY_SIZE',
+  /** The function's name: the per-stack dimension of the handler's metrics (`FUNCTION_DIMENSION`). */
+  functionName: 'AWS_LAMBDA_FUNCTION_NAME',
 } as const;
 
 /** Service name in Powertools logs and metrics; the same name as the command and the README. */
@@ -41,5 +45,14 @@ export const SERVICE_NAME = 'datastore-indexer';
 /** CloudWatch namespace of the Lambda's Powertools metrics. */
 export const METRICS_NAMESPACE = 'DatastoreIndexer';
 
-/** The metric a heal stopped by `IndexTooLargeError` counts (dimension `service`); the construct alarms on it. */
+/**
+ * The dimension, next to `service`, of every handler metric: the function's name, so that two stacks in one
+ * account and region count apart and each alarms on its own.
+ */
+export const FUNCTION_DIMENSION = 'FunctionName';
+
+/** The metric a heal stopped by `IndexTooLargeError` counts; the construct alarms on it. */
 export const INDEX_TOO_LARGE_METRIC = 'IndexTooLarge';
+
+/** The metric a scheduled or direct repair counts for each root it could not heal; the construct alarms on it. */
+export const ROOTS_FAILED_METRIC = 'RootsFailed';

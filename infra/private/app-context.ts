@@ -9,19 +9,32 @@ export interface IndexerStackConfig {
   readonly stackName: string;
   readonly bucketName: string;
   readonly prefixes: readonly string[];
+  readonly bucketRoot?: boolean;
   readonly namespaces: readonly string[];
   readonly schedule?: Schedule;
   readonly eventDelivery?: EventDelivery;
   readonly maxConcurrency?: number;
   readonly alarmTopicArn?: string;
+  readonly alarmEmail?: string;
   readonly kmsKeyArn?: string;
 }
 
 /** Context keys of one bucket, the same in `-c key=value` and in a `buckets` entry. */
-const KEYS = ['bucketName', 'prefixes', 'namespaces', 'schedule', 'eventDelivery', 'maxConcurrency', 'alarmTopicArn', 'kmsKeyArn'] as const;
+const KEYS = [
+  'bucketName',
+  'prefixes',
+  'bucketRoot',
+  'namespaces',
+  'schedule',
+  'eventDelivery',
+  'maxConcurrency',
+  'alarmTopicArn',
+  'alarmEmail',
+  'kmsKeyArn',
+] as const;
 
 const USAGE =
-  'Deploy with: npx cdk deploy -c bucketName=<shared-bucket> [-c prefixes=a,b] [-c schedule="rate(1 hour)"], ' +
+  'Deploy with: npx cdk deploy -c bucketName=<shared-bucket> -c prefixes=a,b (or -c bucketRoot=true) [-c alarmEmail=ops@example.com], ' +
   'or list several buckets: -c buckets=\'[{"bucketName":"a","prefixes":["x"]},{"bucketName":"b"}]\' ' +
   '(or a "buckets" array in cdk.json context)';
 
@@ -47,8 +60,30 @@ function parseList(value: unknown, prop: string): string[] {
   return list as string[];
 }
 
-function parsePrefixes(value: unknown, prop: string): readonly string[] {
-  return validatePrefixes(parseList(value, prop), prop);
+/** The roots from context: a value given but empty (`-c prefixes=`) is a mistake, never the bucket root. */
+function parsePrefixes(value: unknown, prop: string, bucketRoot: boolean): readonly string[] {
+  const blank = (typeof value === 'string' && value.trim() === '') || (Array.isArray(value) && value.length === 0);
+  if (blank) {
+    throw new DatastoreIndexerPropError(
+      prop,
+      `is empty (${JSON.stringify(value)}); list datastore roots such as -c ${prop.replace(/.*\./, '')}=swamp,infra, or leave it out and set bucketRoot=true for the bucket root`,
+    );
+  }
+  const prefixes = validatePrefixes(parseList(value, prop), prop);
+  if (!prefixes.length && !bucketRoot) {
+    throw new DatastoreIndexerPropError(
+      prop,
+      `is missing: give -c prefixes=a,b, or -c bucketRoot=true to keep one datastore at the bucket root. ${USAGE}`,
+    );
+  }
+  return prefixes;
+}
+
+function parseBoolean(value: unknown, prop: string): boolean | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  if (value === true || value === 'true') return true;
+  if (value === false || value === 'false') return false;
+  throw new DatastoreIndexerPropError(prop, `must be true or false, got ${JSON.stringify(value)}`);
 }
 
 function parseSchedule(value: unknown, prop: string): Schedule | undefined {
@@ -92,16 +127,19 @@ function parseBucket(entry: Record<string, unknown>, where: string): IndexerStac
   if (!BUCKET_NAME.test(bucketName)) {
     throw new DatastoreIndexerPropError(at('bucketName'), `${JSON.stringify(bucketName)} is not an S3 bucket name`);
   }
-  const prefixes = parsePrefixes(entry.prefixes, at('prefixes'));
+  const bucketRoot = parseBoolean(entry.bucketRoot, at('bucketRoot'));
+  const prefixes = parsePrefixes(entry.prefixes, at('prefixes'), bucketRoot === true);
   return {
     stackName: stackNameFor(bucketName),
     bucketName,
     prefixes,
+    bucketRoot,
     namespaces: validateNamespaces(parseList(entry.namespaces, at('namespaces')), prefixes, at('namespaces')),
     schedule: parseSchedule(entry.schedule, at('schedule')),
     eventDelivery: parseEventDelivery(entry.eventDelivery, at('eventDelivery')),
     maxConcurrency: optionalInteger(entry.maxConcurrency, at('maxConcurrency')),
     alarmTopicArn: optionalString(entry.alarmTopicArn, at('alarmTopicArn')),
+    alarmEmail: optionalString(entry.alarmEmail, at('alarmEmail')),
     kmsKeyArn: optionalString(entry.kmsKeyArn, at('kmsKeyArn')),
   };
 }

@@ -94,10 +94,17 @@ export function indexerKeyGrants(prefixes: readonly string[], namespaces: readon
  *   for every namespace's index would also match a data key such as `<root>/data/x/.datastore-index.json`.
  *   Namespaces are granted only when listed (`namespaces` prop).
  *
- * No statement names `*` as a resource.
+ * Every statement holds `s3:ResourceAccount`: a bucket ARN names no account, so a bucket of that name in another
+ * account is never reached. No statement names `*` as a resource.
  */
-export function s3AccessStatements(bucketArn: string, prefixes: readonly string[], namespaces: readonly string[] = []): PolicyStatement[] {
+export function s3AccessStatements(
+  bucketArn: string,
+  prefixes: readonly string[],
+  namespaces: readonly string[] = [],
+  account: string = Aws.ACCOUNT_ID,
+): PolicyStatement[] {
   const roots = keyRoots(prefixes);
+  const owned = { StringEquals: { 's3:ResourceAccount': account } };
   const grants = indexerKeyGrants(prefixes, namespaces);
   const arnsFor = (action: WriteAction): string[] =>
     grants.filter((g) => g.actions.includes(action)).map((g) => `${bucketArn}/${g.pattern}`);
@@ -106,25 +113,31 @@ export function s3AccessStatements(bucketArn: string, prefixes: readonly string[
     effect: Effect.ALLOW,
     actions: ['s3:ListBucket'],
     resources: [bucketArn],
-    ...(prefixes.length ? { conditions: { StringLike: { 's3:prefix': prefixes.flatMap((p) => [p, `${p}/`, `${p}/*`]) } } } : {}),
+    conditions: {
+      ...owned,
+      ...(prefixes.length ? { StringLike: { 's3:prefix': prefixes.flatMap((p) => [p, `${p}/`, `${p}/*`]) } } : {}),
+    },
   });
   const read = new PolicyStatement({
     sid: 'ReadDatastoreObjects',
     effect: Effect.ALLOW,
     actions: ['s3:GetObject'],
     resources: roots.map((r) => `${bucketArn}/${r}*`),
+    conditions: owned,
   });
   const write = new PolicyStatement({
     sid: 'WriteIndexerKeys',
     effect: Effect.ALLOW,
     actions: ['s3:PutObject'],
     resources: arnsFor('s3:PutObject'),
+    conditions: owned,
   });
   const deleteInternal = new PolicyStatement({
     sid: 'DeleteLocksAndControlKeys',
     effect: Effect.ALLOW,
     actions: ['s3:DeleteObject'],
     resources: arnsFor('s3:DeleteObject'),
+    conditions: owned,
   });
   return [list, read, write, deleteInternal];
 }

@@ -19,8 +19,11 @@ export interface ResolvedIndexerProps {
   readonly eventDelivery: EventDelivery;
 }
 
-/** Characters a prefix may not hold: IAM wildcards would widen the grants, a comma would split DATASTORE_PREFIXES. */
-const FORBIDDEN = /[*?,\u0000-\u001f\u007f]/;
+/**
+ * Characters a prefix may not hold: IAM wildcards would widen the grants, `${…}` would be read as an IAM policy
+ * variable (`team${aws:username}`), a comma would split DATASTORE_PREFIXES.
+ */
+const FORBIDDEN = /[*?,${}\u0000-\u001f\u007f]/;
 
 /**
  * Checks the datastore roots and returns them unchanged.
@@ -37,12 +40,13 @@ export function validatePrefixes(prefixes: readonly string[], prop = 'prefixes')
     };
     if (typeof p !== 'string') fail('must be a string');
     if (Token.isUnresolved(p)) fail('must be known at synth time, not a token');
-    if (p === '') fail('is empty; give no prefixes at all for the bucket root');
+    if (p.trim() === '') fail('is empty; list datastore roots such as "swamp", or set bucketRoot for one datastore at the bucket root');
     if (p.startsWith('/')) fail('must not start with \'/\': keys are relative to the bucket, e.g. "swamp"');
     if (p.endsWith('/')) fail("must not end with '/': write \"swamp\", the indexer adds the '/'");
     const problem = segmentProblem(p);
     if (problem) fail(`must not contain ${problem}: it would be used literally, as a key no client reads`);
-    if (FORBIDDEN.test(p)) fail("must not contain '*', '?', ',' or control characters");
+    const bad = FORBIDDEN.exec(p);
+    if (bad) fail(`must not contain ${JSON.stringify(bad[0])}: no '*', '?', '$', '{', '}', ',' or control characters`);
     if (p.length > 900) fail('is too long for an S3 key prefix');
     const first = seen.get(p);
     if (first !== undefined) fail(`is listed twice (also ${prop}[${first}])`);
@@ -91,7 +95,7 @@ export function validateNamespaces(namespaces: readonly string[], prefixes: read
     };
     if (typeof entry !== 'string') fail('must be a string');
     if (Token.isUnresolved(entry)) fail('must be known at synth time, not a token');
-    if (FORBIDDEN.test(entry) || entry.includes('$')) fail("must not contain '*', '?', '$', ',' or control characters");
+    if (FORBIDDEN.test(entry)) fail("must not contain '*', '?', '$', '{', '}', ',' or control characters");
     const at = namespaceRoot(prefixes, entry);
     if (!at) {
       fail(
@@ -115,9 +119,27 @@ function seconds(d: Duration, prop: string): number {
   return d.toSeconds({ integral: false });
 }
 
+/**
+ * The datastore roots, or none for the bucket root, which takes `bucketRoot: true`: a forgotten `prefixes` would
+ * otherwise let the role read every object of the bucket.
+ */
+export function rootPrefixes(prefixes: readonly string[] | undefined, bucketRoot: boolean | undefined): readonly string[] {
+  const list = validatePrefixes(prefixes ?? []);
+  if (bucketRoot && list.length) {
+    throw new DatastoreIndexerPropError('bucketRoot', 'cannot be combined with prefixes; give one or the other');
+  }
+  if (!bucketRoot && !list.length) {
+    throw new DatastoreIndexerPropError(
+      'prefixes',
+      'none given; list the datastore roots (e.g. ["swamp"]), or set bucketRoot: true to keep one datastore at the bucket root (the role then reads every object of the bucket)',
+    );
+  }
+  return list;
+}
+
 /** Fills in the defaults and fails early, naming the prop, on anything AWS would refuse at deploy time. */
 export function resolveProps(props: DatastoreIndexerProps): ResolvedIndexerProps {
-  const prefixes = validatePrefixes(props.prefixes ?? []);
+  const prefixes = rootPrefixes(props.prefixes, props.bucketRoot);
   const namespaces = validateNamespaces(props.namespaces ?? [], prefixes);
 
   const batchingWindow = props.batchingWindow ?? Duration.seconds(1);

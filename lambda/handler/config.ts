@@ -5,6 +5,7 @@ import {
   type DatastoreRoot,
   type MemoryBudget,
   type S3Settings,
+  checkAccountId,
   memoryBudget,
   normalizePrefix,
   segmentProblem,
@@ -21,7 +22,10 @@ export interface HandlerConfig {
    * entries, comma-separated, as the construct's `namespaces` prop). Unset: every namespace is written.
    */
   readonly namespaces?: ReadonlyMap<string, ReadonlySet<string>>;
-  /** `AWS_ENDPOINT_URL_S3` and `DATASTORE_FORCE_PATH_STYLE=true`, for S3-compatible stores and tests. */
+  /**
+   * `AWS_ENDPOINT_URL_S3` and `DATASTORE_FORCE_PATH_STYLE=true`, for S3-compatible stores and tests;
+   * `DATASTORE_BUCKET_OWNER`, the account every request expects to own the bucket.
+   */
   readonly s3: S3Settings;
   /** `DATASTORE_QUEUE_URL`: where delayed re-checks and repair continuations are sent; without it neither is. */
   readonly queueUrl?: string;
@@ -125,6 +129,7 @@ export function parseConfig(env: Env): HandlerConfig {
   if (queueUrl !== undefined && !/^https?:\/\/[^\s]+$/.test(queueUrl))
     throw new ConfigError(`DATASTORE_QUEUE_URL must be a queue URL, got "${queueUrl}"`);
   const roots = parseRoots(bucket, env[INDEXER_ENV.prefixes]);
+  const owner = env[INDEXER_ENV.bucketOwner]?.trim() || undefined;
   return {
     bucket,
     roots,
@@ -133,6 +138,7 @@ export function parseConfig(env: Env): HandlerConfig {
       region: env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined,
       endpoint,
       forcePathStyle: pathStyle === 'true' ? true : undefined,
+      expectedBucketOwner: owner === undefined ? undefined : checkAccountId(owner, INDEXER_ENV.bucketOwner),
     },
     queueUrl,
     recheckDelaySeconds: wholeNumber(env, TUNING_ENV.recheckDelaySeconds, 30, 0, 900),

@@ -94,7 +94,8 @@ export async function handleInvoke(rt: Runtime, request: InvokeRequest, context:
     if (run.status === 'incomplete') {
       (report as { complete: boolean }).complete = false;
       count(Metric.RepairsIncomplete, request.action === 'repair' ? 1 : 0);
-      if (request.action === 'repair' && rt.queue) await rt.queue.sendContinuation({ root, namespace: request.namespace });
+      if (request.action === 'repair' && rt.queue)
+        await rt.queue.sendContinuation({ root, namespace: request.namespace }, false, run.invocations);
       report.roots.push({
         root: describeScope({ root }),
         status: 'incomplete',

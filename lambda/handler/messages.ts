@@ -1,6 +1,7 @@
 /** The handler's own queue messages: delayed re-checks of a delta, and continuations of an unfinished repair. */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { type IndexScope, isInternalKey, isRefusedKey } from '../lib/internal';
+import { type IndexScope, describeScope, isInternalKey, isRefusedKey } from '../lib/internal';
+import { logger } from './observability';
 
 /** Re-check these keys of a scope: HEAD each and make the index say what S3 says. */
 export interface RecheckRequest {
@@ -53,6 +54,12 @@ export const MAX_RECHECK_ROUNDS = 3;
  * looks again after the delay, up to this many times (enough to outlast the longest Lambda run), then the schedule finishes it.
  */
 export const MAX_FINISH_ROUNDS = 40;
+
+/**
+ * Runs of one saved repair listing that queue their own continuation. Past it the chain of messages the function
+ * sends itself ends and the next schedule resumes the listing from its saved progress, one run per schedule.
+ */
+export const MAX_REPAIR_CONTINUATIONS = 100;
 
 /** Keeps each message well under SQS's 256 KiB body limit. */
 const MAX_BODY_CHARS = 200_000;
@@ -184,8 +191,16 @@ export class SelfQueue {
     );
   }
 
-  /** Asks a fresh invocation to continue the saved repair of a root or namespace (or, with `start`, to begin one). */
-  async sendContinuation(scope: IndexScope, start = false): Promise<void> {
+  /**
+   * Asks a fresh invocation to continue the saved repair of a root or namespace (or, with `start`, to begin one).
+   * `runs` is how many runs the saved listing took (`invocations`); from `MAX_REPAIR_CONTINUATIONS` on, nothing
+   * is sent and the schedule resumes it.
+   */
+  async sendContinuation(scope: IndexScope, start = false, runs = 0): Promise<void> {
+    if (runs >= MAX_REPAIR_CONTINUATIONS) {
+      logger.warn('the repair took many runs; the next schedule continues it', { scope: describeScope(scope), runs });
+      return;
+    }
     const request: ContinueRepairRequest = { prefix: scope.root.prefix, namespace: scope.namespace, start: start || undefined };
     await this.sqs.send(new SendMessageCommand({ QueueUrl: this.url, MessageBody: JSON.stringify({ continueRepair: request }) }));
   }

@@ -1,7 +1,15 @@
 /** Structured logs and embedded-format metrics (Powertools), with the names docs/DESIGN.md documents. */
 import { Logger } from '@aws-lambda-powertools/logger';
 import { MetricUnit, Metrics } from '@aws-lambda-powertools/metrics';
-import { INDEXER_ENV, INDEX_TOO_LARGE_METRIC, METRICS_NAMESPACE, SERVICE_NAME } from '../env';
+import {
+  FUNCTION_DIMENSION,
+  INDEXER_ENV,
+  INDEX_TOO_LARGE_METRIC,
+  METRICS_NAMESPACE,
+  ROOTS_FAILED_METRIC,
+  RUNTIME_ENV,
+  SERVICE_NAME,
+} from '../env';
 import { type DeltaReport, type HealReport, IndexTooLargeError, type LockOptions, type S3Store } from '../lib/internal';
 
 const serviceName = process.env[INDEXER_ENV.serviceName] || SERVICE_NAME;
@@ -9,8 +17,14 @@ const serviceName = process.env[INDEXER_ENV.serviceName] || SERVICE_NAME;
 /** The handler's Powertools logger: under the construct's service name, or the default one. */
 export const logger = new Logger({ serviceName });
 
-/** The handler's Powertools metrics: in the construct's namespace, or the default one. */
-export const metrics = new Metrics({ namespace: process.env[INDEXER_ENV.metricsNamespace] || METRICS_NAMESPACE, serviceName });
+const functionName = process.env[RUNTIME_ENV.functionName];
+
+/** The handler's Powertools metrics: in the construct's namespace, or the default one, per function (the alarms' dimensions). */
+export const metrics = new Metrics({
+  namespace: process.env[INDEXER_ENV.metricsNamespace] || METRICS_NAMESPACE,
+  serviceName,
+  ...(functionName ? { defaultDimensions: { [FUNCTION_DIMENSION]: functionName } } : {}),
+});
 
 /** The metrics the handler emits (all counts). */
 export const Metric = {
@@ -33,8 +47,10 @@ export const Metric = {
   PublishConflicts: 'PublishConflicts',
   /** Times the datastore lock was found held and waited for. */
   LockWaits: 'LockWaits',
-  /** Roots whose batch items went back to the queue. */
-  RootsFailed: 'RootsFailed',
+  /** Roots a scheduled or direct repair could not heal (alarmed: nothing retries them before the next schedule). */
+  RootsFailed: ROOTS_FAILED_METRIC,
+  /** Roots whose batch items went back to the queue (retried; the dead-letter and queue-age alarms watch them). */
+  RootsRetried: 'RootsRetried',
   /** Delayed re-checks sent, and keys a re-check had to restore. */
   RechecksSent: 'RechecksSent',
   RecheckRestored: 'RecheckRestored',
@@ -202,7 +218,7 @@ export function addHeal(summary: RootSummary, report: HealReport, mode: 'check' 
 
 /** Writes the one log line of a root for this invocation. */
 export function logRoot(summary: RootSummary): void {
-  if (summary.outcome === 'failed') count(Metric.RootsFailed, 1);
+  if (summary.outcome === 'failed') count(summary.trigger === 'sqs' ? Metric.RootsRetried : Metric.RootsFailed, 1);
   if (summary.error instanceof IndexTooLargeError) {
     // Retries cannot help: only more memory can, so say which prop gives it.
     count(Metric.IndexTooLarge, 1);

@@ -156,7 +156,7 @@ async function healFromListing(rt: Runtime, scope: IndexScope, remainingMs: () =
   }
   progress.summary = { ...progress.summary, outcome: 'incomplete' };
   count(Metric.RepairsIncomplete, 1);
-  if (rt.queue) await rt.queue.sendContinuation(scope);
+  if (rt.queue) await rt.queue.sendContinuation(scope, false, run.invocations);
   else logger.warn('repair ran out of time; the next schedule continues it', { scope: describeScope(scope), lastKey: run.lastKey });
   return false;
 }

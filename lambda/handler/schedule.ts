@@ -47,7 +47,7 @@ export async function handleSchedule(rt: Runtime, context: Context): Promise<{ r
       if (run.status === 'incomplete') {
         summary = { ...summary, outcome: 'incomplete' };
         count(Metric.RepairsIncomplete, 1);
-        if (rt.queue) await rt.queue.sendContinuation({ root });
+        if (rt.queue) await rt.queue.sendContinuation({ root }, false, run.invocations);
         results.push({ root: name, status: 'incomplete' });
       } else {
         summary = addHeal(summary, run.report, 'repair');

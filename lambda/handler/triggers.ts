@@ -1,6 +1,6 @@
 /** Which of the handler's four triggers an event is. */
 import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
-import { IndexerError } from '../lib/internal';
+import { IndexerError, checkNamespaceName } from '../lib/internal';
 
 /** A direct invoke: report drift (`check`, writes nothing) or repair it, for every root or one. */
 export interface InvokeRequest {
@@ -37,9 +37,10 @@ function invokeRequestOf(event: Record<string, unknown>): InvokeRequest {
   if (action !== 'check' && action !== 'repair')
     throw new UnknownTriggerError(`"action" must be "check" or "repair", got ${JSON.stringify(action)}`, INVOKE_EXAMPLE);
   if (prefix !== undefined && typeof prefix !== 'string') throw new UnknownTriggerError('"prefix" must be a string', INVOKE_EXAMPLE);
-  if (namespace !== undefined && (typeof namespace !== 'string' || namespace === '' || namespace.includes('/'))) {
-    throw new UnknownTriggerError('"namespace" must be a folder name without "/"', INVOKE_EXAMPLE);
-  }
+  if (namespace !== undefined && typeof namespace !== 'string')
+    throw new UnknownTriggerError('"namespace" must be a string', INVOKE_EXAMPLE);
+  // The library's rule, so that the command and the handler refuse the same names (`.` and `..` among them).
+  if (namespace !== undefined) checkNamespaceName(namespace, '"namespace"');
   return { action, prefix, namespace };
 }
 

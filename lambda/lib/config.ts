@@ -8,6 +8,23 @@ export interface S3Settings {
   readonly region?: string;
   readonly endpoint?: string;
   readonly forcePathStyle?: boolean;
+  /**
+   * The account (12 digits) that must own the bucket, sent on every request as S3's expected bucket owner, so a
+   * bucket of the same name in another account is refused (403) rather than read or written. Not a key of
+   * swamp's config: the Lambda takes it from `DATASTORE_BUCKET_OWNER`, the command from `--expected-bucket-owner`.
+   */
+  readonly expectedBucketOwner?: string;
+}
+
+/** Checks an expected bucket owner (`what` names where it came from): an AWS account id, 12 digits. */
+export function checkAccountId(value: string, what: string): string {
+  if (!/^\d{12}$/.test(value)) {
+    throw new ConfigError(
+      `${what} must be an AWS account id (12 digits), got ${JSON.stringify(value)}`,
+      "Give the bucket owner's account id",
+    );
+  }
+  return value;
 }
 
 /** swamp's `--config` for `@swamp/s3-datastore`, exactly its keys. */

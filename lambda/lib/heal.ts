@@ -9,7 +9,7 @@ import { shardBaseFor } from './layouts/shard-chunk';
 import type { LiveIndex } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
 import { MemoryGuard, memoryBudget } from './memory';
-import { rootBase } from './names';
+import { checkNamespaceName, rootBase } from './names';
 import { parallelLister } from './parallel-list';
 import type { ListPage, S3Store } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
@@ -27,7 +27,7 @@ export const PARTITION_WINDOW = 32;
  * read whole and healed after the listing.
  */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
-  const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const base = rootBase(root) + (options.namespace ? `${checkNamespaceName(options.namespace)}/` : '');
   const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
   if (options.listing) {
     const guard = new MemoryGuard(memoryBudget(options.memoryBudget));

@@ -35,6 +35,7 @@ export {
 export {
   type DatastoreConfig,
   type S3Settings,
+  checkAccountId,
   normalizePrefix,
   parseDatastoreConfig,
   resolveDatastoreConfig,
@@ -56,7 +57,7 @@ export type { RequestObserver } from './s3-direct';
 export { namespaceExists } from './list';
 
 // The keys the contract names.
-export { INDEX_KEY } from './names';
+export { INDEX_KEY, checkNamespaceName } from './names';
 export { isInternalKey, isRefusedKey, refusedKeyReason } from './keys';
 
 // An index as clients read it.

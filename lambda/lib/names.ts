@@ -2,6 +2,7 @@
  * Every S3 name the indexer reads or writes, per scope, and the one rule for a path's segments. The code,
  * the IAM statements of the stack and the README's permission table all take their names from here.
  */
+import { ConfigError } from './errors';
 import type { DatastoreRoot, IndexScope } from './scope';
 
 /** The monolithic index, relative to a datastore root or namespace. */
@@ -29,6 +30,21 @@ export function segmentProblem(path: string): string | undefined {
     if (segment === '.' || segment === '..') return 'a "." or ".." path segment';
   }
   return undefined;
+}
+
+/**
+ * Checks a namespace name as a caller gives it (`--namespace`, a direct invoke's `"namespace"`, a heal's
+ * `namespace` option) and returns it: one folder name, never `.` or `..`, which would name the root itself
+ * or its parent rather than a folder of it.
+ */
+export function checkNamespaceName(namespace: string, what = 'namespace'): string {
+  if (namespace === '' || namespace.includes('/') || segmentProblem(namespace) || /[\u0000-\u001f\u007f]/.test(namespace)) {
+    throw new ConfigError(
+      `${what} ${JSON.stringify(namespace)} is not a namespace name`,
+      'A namespace is one top-level folder of the root that holds .namespace.json, e.g. "team-a"',
+    );
+  }
+  return namespace;
 }
 
 /** The key prefix (empty or ending in `/`) of a root. */

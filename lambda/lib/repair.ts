@@ -11,7 +11,7 @@ import { baseIndexOf } from './layouts/types';
 import { type Lister, listScopes } from './list';
 import { isoTime } from './list-xml';
 import { MemoryGuard, memoryBudget } from './memory';
-import { repairPartsDir, repairProgressKey, rootBase } from './names';
+import { checkNamespaceName, repairPartsDir, repairProgressKey, rootBase } from './names';
 import type { ListPage, S3Store } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
@@ -130,7 +130,7 @@ export async function repairResumable(
   root: DatastoreRoot,
   options: ResumableRepairOptions,
 ): Promise<ResumableRepairResult> {
-  const base = rootBase(root) + (options.namespace ? `${options.namespace}/` : '');
+  const base = rootBase(root) + (options.namespace ? `${checkNamespaceName(options.namespace)}/` : '');
   const reserveMs = options.reserveMs ?? 60_000;
   const saving = options.mode === 'repair';
   const progressKey = repairProgressKey(root, options.namespace);

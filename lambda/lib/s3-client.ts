@@ -51,7 +51,26 @@ export function createS3Client(
   const where = settings.endpoint ?? 'S3';
   // A caller's own transport (a test's fault injector) must see every request: then the SDK sends them all.
   if (overrides.requestHandler === undefined) {
-    allowDirect(client, { httpAgent, httpsAgent, connectionTimeoutMs: CONNECTION_TIMEOUT_MS, requestTimeoutMs, where });
+    allowDirect(client, {
+      httpAgent,
+      httpsAgent,
+      connectionTimeoutMs: CONNECTION_TIMEOUT_MS,
+      requestTimeoutMs,
+      where,
+      expectedBucketOwner: settings.expectedBucketOwner,
+    });
+  }
+  const owner = settings.expectedBucketOwner;
+  if (owner !== undefined) {
+    // Every bucket and object operation the store sends takes ExpectedBucketOwner: a bucket of another account answers 403.
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { ExpectedBucketOwner?: string };
+        input.ExpectedBucketOwner ??= owner;
+        return next(args);
+      },
+      { step: 'initialize', name: 'datastoreIndexerExpectedBucketOwner', override: true },
+    );
   }
   const destroy = client.destroy.bind(client);
   client.destroy = () => {

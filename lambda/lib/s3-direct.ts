@@ -21,6 +21,8 @@ export interface DirectSettings {
   readonly requestTimeoutMs: number;
   /** The endpoint as the user gave it (`S3` for AWS), named by a timeout. */
   readonly where: string;
+  /** The account that must own the bucket, sent (and signed) as `x-amz-expected-bucket-owner`; S3 answers 403 to any other. */
+  readonly expectedBucketOwner?: string;
 }
 
 const allowed = new WeakMap<S3Client, DirectSettings>();
@@ -182,7 +184,8 @@ export class DirectRequests {
     const path = `${endpoint.basePath}/${request.key === undefined ? '' : request.key.split('/').map(escapeUri).join('/')}`;
     const query = request.query ?? {};
     const offset = Number((this.client.config as { systemClockOffset?: number }).systemClockOffset ?? 0);
-    const headers = { ...endpoint.headers, host: endpoint.host };
+    const owner = this.settings.expectedBucketOwner;
+    const headers = { ...endpoint.headers, host: endpoint.host, ...(owner ? { 'x-amz-expected-bucket-owner': owner } : {}) };
     this.signer ??= new RequestSigner(this.client.config.credentials as CredentialSource, endpoint.signingRegion, 's3', headers);
     const signedHeaders = await this.signer.sign(request.method, path, canonicalQuery(query), Date.now() + offset);
     const search = Object.keys(query)

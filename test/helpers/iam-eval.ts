@@ -144,8 +144,15 @@ export async function refusedRequests(
   return refused;
 }
 
-/** What IAM decided for one request: `Allowed`, `ImplicitlyDenied`, `ExplicitlyDenied`, or `Error: …`. */
-export async function evaluate(policies: { name: string; policy: Record<string, unknown> }[], request: S3Authorisation): Promise<string> {
+/**
+ * What IAM decided for one request: `Allowed`, `ImplicitlyDenied`, `ExplicitlyDenied`, or `Error: …`; the bucket
+ * belongs to `bucketOwner` (the role's account unless told).
+ */
+export async function evaluate(
+  policies: { name: string; policy: Record<string, unknown> }[],
+  request: S3Authorisation,
+  bucketOwner: string = ACCOUNT,
+): Promise<string> {
   const resource = request.action === 's3:ListBucket' ? `arn:aws:s3:::${request.bucket}` : `arn:aws:s3:::${request.bucket}/${request.key}`;
   const answer = await runSimulation(
     {
@@ -156,7 +163,11 @@ export async function evaluate(policies: { name: string; policy: Record<string, 
         principal: `arn:aws:iam::${ACCOUNT}:role/indexer`,
         action: request.action,
         resource: { resource, accountId: ACCOUNT },
-        contextVariables: request.prefix !== undefined ? { 's3:prefix': request.prefix } : {},
+        // The bucket belongs to the deploying account, as the role's `s3:ResourceAccount` conditions require.
+        contextVariables: {
+          's3:ResourceAccount': bucketOwner,
+          ...(request.prefix !== undefined ? { 's3:prefix': request.prefix } : {}),
+        },
       },
     },
     {},

@@ -58,6 +58,10 @@ export interface HandlerEnvOptions {
   readonly repairReserveSeconds?: string;
   /** AWS_LAMBDA_FUNCTION_MEMORY_SIZE, which the runtime sets: the function's memory in MiB. @default unset (the V8 heap decides) */
   readonly functionMemoryMiB?: string;
+  /** AWS_LAMBDA_FUNCTION_NAME, which the runtime sets: the per-stack dimension of the handler's metrics. @default unset */
+  readonly functionName?: string;
+  /** DATASTORE_BUCKET_OWNER: the account every S3 request expects to own the bucket. @default unset */
+  readonly bucketOwner?: string;
 }
 
 /** The environment the CDK stack gives the function, pointed at the test endpoint. */
@@ -74,6 +78,8 @@ export function handlerEnv(options: HandlerEnvOptions): Record<string, string | 
     AWS_ENDPOINT_URL_S3: options.s3 ?? testEndpoint(),
     AWS_ENDPOINT_URL_SQS: testEndpoint(),
     AWS_LAMBDA_FUNCTION_MEMORY_SIZE: options.functionMemoryMiB,
+    AWS_LAMBDA_FUNCTION_NAME: options.functionName,
+    DATASTORE_BUCKET_OWNER: options.bucketOwner,
   };
 }
 
@@ -91,6 +97,8 @@ const HANDLER_VARS = [
   'AWS_ENDPOINT_URL_S3',
   'AWS_ENDPOINT_URL_SQS',
   'AWS_LAMBDA_FUNCTION_MEMORY_SIZE',
+  'AWS_LAMBDA_FUNCTION_NAME',
+  'DATASTORE_BUCKET_OWNER',
 ];
 
 /**

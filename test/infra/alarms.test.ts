@@ -1,6 +1,10 @@
-import { Match } from 'aws-cdk-lib/assertions';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EventDelivery } from '../../infra/props';
 import { indexerStack, logicalIdOf } from './helpers';
+
+/** The alarms of the default stack: dead letters, errors, throttles, queue age, index too large, roots failed, loops dropped, schedule deliveries. */
+const ALARMS = 8;
 
 const TOPIC_ARN = 'arn:aws:sns:eu-west-1:123456789012:ops';
 
@@ -51,11 +55,15 @@ describe('DatastoreIndexer alarms', () => {
   test("alarms when a heal stopped because a root's index is too large for the function's memory", () => {
     // GIVEN / WHEN
     const { template } = indexerStack();
-    // THEN: the handler's IndexTooLarge metric, in the namespace and under the service the construct gives it
+    const fn = logicalIdOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    // THEN: the handler's IndexTooLarge metric, in the namespace, under the service and the function (per stack) the construct gives it
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'DatastoreIndexer',
       MetricName: 'IndexTooLarge',
-      Dimensions: [{ Name: 'service', Value: 'datastore-indexer' }],
+      Dimensions: [
+        { Name: 'FunctionName', Value: { Ref: fn } },
+        { Name: 'service', Value: 'datastore-indexer' },
+      ],
       Statistic: 'Sum',
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       Threshold: 1,
@@ -65,26 +73,91 @@ describe('DatastoreIndexer alarms', () => {
     });
   });
 
-  test('has no actions without a topic', () => {
-    const { template } = indexerStack();
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
+  test('without a topic, the construct makes one that every alarm notifies, and synth warns that nobody is subscribed', () => {
+    // GIVEN / WHEN
+    const { stack, template, indexer } = indexerStack();
+    const topic = logicalIdOf(template, 'AWS::SNS::Topic', 'IndexerAlarmTopic');
+    // THEN
+    expect(stack.resolve(indexer.alarmTopic.topicArn)).toEqual({ Ref: topic });
+    template.resourceCountIs('AWS::CloudWatch::Alarm', ALARMS);
     for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
-      expect(alarm.Properties.AlarmActions).toBeUndefined();
-      expect(alarm.Properties.OKActions).toBeUndefined();
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: topic }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: topic }]);
     }
+    Annotations.fromStack(stack).hasWarning('/Test/Indexer/AlarmTopic', Match.stringLikeRegexp('Nobody is subscribed to the alarm topic'));
   });
 
-  test('each alarm notifies the topic on alarm and on recovery', () => {
+  test('alarmEmail subscribes an address to the topic, and the warning goes', () => {
+    const { stack, template } = indexerStack({ alarmEmail: 'ops@example.com' });
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    Annotations.fromStack(stack).hasNoWarning('*', Match.stringLikeRegexp('Nobody is subscribed'));
+    expect(() => indexerStack({ alarmEmail: 'ops' })).toThrow(/^Invalid alarmEmail: "ops" is not an e-mail address/);
+  });
+
+  test('each alarm notifies a given topic on alarm and on recovery', () => {
     // GIVEN
     const { template } = indexerStack((stack) => ({ alarmTopic: Topic.fromTopicArn(stack, 'Ops', TOPIC_ARN) }));
     // THEN
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 4);
-    for (const metric of ['ApproximateNumberOfMessagesVisible', 'Errors', 'ApproximateAgeOfOldestMessage', 'IndexTooLarge']) {
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', ALARMS);
+    for (const metric of [
+      'ApproximateNumberOfMessagesVisible',
+      'Errors',
+      'Throttles',
+      'ApproximateAgeOfOldestMessage',
+      'IndexTooLarge',
+      'RootsFailed',
+      'RecursiveInvocationsDropped',
+      'FailedInvocations',
+    ]) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         MetricName: metric,
         AlarmActions: [TOPIC_ARN],
         OKActions: [TOPIC_ARN],
       });
     }
+  });
+});
+
+describe('the alarms every failure of the healing reaches', () => {
+  test('a scheduled or direct repair that failed for a root: RootsFailed of this function', () => {
+    const { template } = indexerStack();
+    const fn = logicalIdOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'DatastoreIndexer',
+      MetricName: 'RootsFailed',
+      Dimensions: [
+        { Name: 'FunctionName', Value: { Ref: fn } },
+        { Name: 'service', Value: 'datastore-indexer' },
+      ],
+      Statistic: 'Sum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
+  });
+
+  test.each(['Throttles', 'RecursiveInvocationsDropped'])('the function’s %s', (metric) => {
+    const { template } = indexerStack();
+    const fn = logicalIdOf(template, 'AWS::Lambda::Function', 'IndexerFunction');
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: metric,
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: fn } }],
+      Statistic: 'Sum',
+      Threshold: 1,
+    });
+  });
+
+  test('EventBridge FailedInvocations of the schedule, and of object events under EventBridge delivery', () => {
+    const { template } = indexerStack({ eventDelivery: EventDelivery.EVENTBRIDGE });
+    for (const rule of ['IndexerDriftRepairSchedule', 'IndexerObjectEventsRule']) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Events',
+        MetricName: 'FailedInvocations',
+        Dimensions: [{ Name: 'RuleName', Value: { Ref: logicalIdOf(template, 'AWS::Events::Rule', rule) } }],
+        Threshold: 1,
+      });
+    }
+    template.resourceCountIs('AWS::CloudWatch::Alarm', ALARMS + 1);
   });
 });

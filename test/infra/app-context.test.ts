@@ -39,18 +39,37 @@ describe('app context', () => {
   });
 
   test('maxConcurrency from -c (a string) or cdk.json (a number) reaches the event source mapping', () => {
-    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket', maxConcurrency: '4' }))[0].maxConcurrency).toBe(4);
-    expect(readStackConfigs(ctx({ buckets: [{ bucketName: 'a-bucket', maxConcurrency: 6 }] }))[0].maxConcurrency).toBe(6);
-    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket' }))[0].maxConcurrency).toBeUndefined();
+    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket', prefixes: 'swamp', maxConcurrency: '4' }))[0].maxConcurrency).toBe(4);
+    expect(readStackConfigs(ctx({ buckets: [{ bucketName: 'a-bucket', prefixes: ['x'], maxConcurrency: 6 }] }))[0].maxConcurrency).toBe(6);
+    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket', prefixes: 'swamp' }))[0].maxConcurrency).toBeUndefined();
   });
 
-  test('no prefixes means the bucket root', () => {
-    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket' }))[0].prefixes).toEqual([]);
+  test('the bucket root takes -c bucketRoot=true; without it, no prefixes is an error naming both', () => {
+    expect(readStackConfigs(ctx({ bucketName: 'my-shared-bucket', bucketRoot: 'true' }))[0]).toMatchObject({
+      prefixes: [],
+      bucketRoot: true,
+    });
+    const error = errorFrom({ bucketName: 'my-shared-bucket' });
+    expect(error.prop).toBe('prefixes');
+    expect(error.message).toMatch(/^Invalid prefixes: is missing: give -c prefixes=a,b, or -c bucketRoot=true/);
+  });
+
+  test.each([
+    [{ bucketName: 'my-bucket', prefixes: '' }, 'prefixes'],
+    [{ bucketName: 'my-bucket', prefixes: '   ' }, 'prefixes'],
+    [{ buckets: [{ bucketName: 'a-bucket', prefixes: [] }] }, 'buckets[0].prefixes'],
+    [{ buckets: [{ bucketName: 'a-bucket', prefixes: '' }] }, 'buckets[0].prefixes'],
+  ])('an empty prefixes value %j is an error naming it, never the bucket root', (values, prop) => {
+    const error = errorFrom(values);
+    expect(error.prop).toBe(prop);
+    expect(error.message).toMatch(new RegExp(`^Invalid ${prop.replace(/[[\]]/g, '\\$&')}: is empty \\(`));
   });
 
   test('several buckets from a JSON list given with -c', () => {
     const configs = readStackConfigs(
-      ctx({ buckets: '[{"bucketName":"a-bucket","prefixes":["x"]},{"bucketName":"b.bucket","eventDelivery":"eventbridge"}]' }),
+      ctx({
+        buckets: '[{"bucketName":"a-bucket","prefixes":["x"]},{"bucketName":"b.bucket","bucketRoot":true,"eventDelivery":"eventbridge"}]',
+      }),
     );
     expect(configs.map((c) => [c.stackName, c.bucketName, c.prefixes, c.eventDelivery])).toEqual([
       ['DatastoreIndexer-a-bucket', 'a-bucket', ['x'], undefined],
@@ -74,11 +93,16 @@ describe('app context', () => {
   test.each([
     [{ bucketName: 'Not_A_Bucket' }, 'bucketName', /"Not_A_Bucket" is not an S3 bucket name/],
     [{ bucketName: 'my-bucket', prefixes: '/swamp' }, 'prefixes', /must not start with '\/'/],
-    [{ bucketName: 'my-bucket', schedule: 'hourly' }, 'schedule', /EventBridge expression/],
-    [{ bucketName: 'my-bucket', eventDelivery: 'sns' }, 'eventDelivery', /one of s3, eventbridge/],
-    [{ bucketName: 'my-bucket', maxConcurrency: 'two' }, 'maxConcurrency', /whole number, got "two"/],
+    [{ bucketName: 'my-bucket', prefixes: 'x', schedule: 'hourly' }, 'schedule', /EventBridge expression/],
+    [{ bucketName: 'my-bucket', prefixes: 'x', eventDelivery: 'sns' }, 'eventDelivery', /one of s3, eventbridge/],
+    [{ bucketName: 'my-bucket', prefixes: 'x', maxConcurrency: 'two' }, 'maxConcurrency', /whole number, got "two"/],
+    [{ bucketName: 'my-bucket', prefixes: 'x', bucketRoot: 'yes' }, 'bucketRoot', /true or false, got "yes"/],
     [{ buckets: '[{"bucketName":"a-bucket","prefix":"x"}]' }, 'buckets[0].prefix', /not a known setting/],
-    [{ buckets: '[{"bucketName":"a.b"},{"bucketName":"a-b"}]' }, 'buckets[1].bucketName', /same stack name as buckets\[0\]/],
+    [
+      { buckets: '[{"bucketName":"a.b","prefixes":"x"},{"bucketName":"a-b","prefixes":"x"}]' },
+      'buckets[1].bucketName',
+      /same stack name as buckets\[0\]/,
+    ],
     [{ buckets: 'not json' }, 'buckets', /not valid JSON/],
     [{ buckets: '[]' }, 'buckets', /non-empty array/],
     [{ buckets: '[{"bucketName":"a-bucket"}]', bucketName: 'b-bucket' }, 'buckets', /cannot be combined with bucketName/],
@@ -94,7 +118,9 @@ describe('app context', () => {
 
   test('the app makes one stack per bucket of a buckets list, each wired to its bucket', () => {
     // GIVEN: context as `-c buckets=…` gives it; bundling skipped, the bundle is under test in synth.test.ts
-    const app = unbundledApp({ buckets: '[{"bucketName":"team-a-bucket","prefixes":["swamp"]},{"bucketName":"team-b-bucket"}]' });
+    const app = unbundledApp({
+      buckets: '[{"bucketName":"team-a-bucket","prefixes":["swamp"]},{"bucketName":"team-b-bucket","bucketRoot":true}]',
+    });
     // WHEN
     const stacks = addIndexerStacks(app);
     // THEN

@@ -29,11 +29,22 @@ describe('the Lambda environment contract', () => {
 
   test('the handler reads every variable the construct sets for it, and only variables the contract names', () => {
     // GIVEN the environment the construct gives the function
-    const env = { [INDEXER_ENV.bucket]: 'shared-bucket', [INDEXER_ENV.prefixes]: 'swamp', [INDEXER_ENV.queueUrl]: 'https://sqs.local/q' };
+    const env = {
+      [INDEXER_ENV.bucket]: 'shared-bucket',
+      [INDEXER_ENV.prefixes]: 'swamp',
+      [INDEXER_ENV.queueUrl]: 'https://sqs.local/q',
+      [INDEXER_ENV.bucketOwner]: '123456789012',
+    };
     // WHEN the handler reads its configuration
     const reads = readsOf(env);
     // THEN the configuration variables are all read (the function's memory too), and nothing outside the contract (and the SDK's region) is
-    for (const name of [INDEXER_ENV.bucket, INDEXER_ENV.prefixes, INDEXER_ENV.queueUrl, RUNTIME_ENV.functionMemory])
+    for (const name of [
+      INDEXER_ENV.bucket,
+      INDEXER_ENV.prefixes,
+      INDEXER_ENV.queueUrl,
+      INDEXER_ENV.bucketOwner,
+      RUNTIME_ENV.functionMemory,
+    ])
       expect(reads).toContain(name);
     const known = new Set<string>([
       ...Object.values(INDEXER_ENV),
@@ -43,6 +54,17 @@ describe('the Lambda environment contract', () => {
       'AWS_DEFAULT_REGION',
     ]);
     expect([...reads].filter((name) => !known.has(name))).toEqual([]);
+    // The bucket owner reaches the S3 settings, so every request expects it.
+    expect(parseConfig(env).s3.expectedBucketOwner).toBe('123456789012');
+  });
+
+  test('the construct sets the bucket owner to the deploying account, and the handler refuses one that is no account id', () => {
+    const { template } = indexerStack({ prefixes: ['swamp'] });
+    const fn = propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction') as { Environment: { Variables: Record<string, unknown> } };
+    expect(fn.Environment.Variables[INDEXER_ENV.bucketOwner]).toEqual({ Ref: 'AWS::AccountId' });
+    expect(() => parseConfig({ [INDEXER_ENV.bucket]: 'b', [INDEXER_ENV.bucketOwner]: 'me' })).toThrow(
+      /DATASTORE_BUCKET_OWNER must be an AWS account id/,
+    );
   });
 
   test("a heal's memory budget reads the function's memory from the variable the runtime sets, and nothing else", () => {

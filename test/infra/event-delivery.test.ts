@@ -51,7 +51,7 @@ describe('S3 notifications (the default)', () => {
     expect(configs.every((c) => c.Filter === undefined)).toBe(true);
   });
 
-  test('S3 may send to the queue, only on behalf of this bucket', () => {
+  test('S3 may send to the queue, only on behalf of this bucket of this account', () => {
     const { template } = indexerStack({ prefixes: ['swamp'] });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
       PolicyDocument: {
@@ -59,8 +59,11 @@ describe('S3 notifications (the default)', () => {
           Match.objectLike({
             Effect: 'Allow',
             Principal: { Service: 's3.amazonaws.com' },
-            Action: Match.arrayWith(['sqs:SendMessage']),
-            Condition: { ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shared-bucket']] } } },
+            Action: 'sqs:SendMessage',
+            Condition: {
+              ArnLike: { 'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shared-bucket']] } },
+              StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+            },
           }),
         ]),
       },
@@ -89,7 +92,10 @@ describe('EventBridge delivery', () => {
           Match.objectLike({
             Effect: 'Allow',
             Principal: { Service: 'events.amazonaws.com' },
-            Condition: { ArnEquals: { 'aws:SourceArn': { 'Fn::GetAtt': [rule, 'Arn'] } } },
+            Condition: {
+              ArnLike: { 'aws:SourceArn': { 'Fn::GetAtt': [rule, 'Arn'] } },
+              StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+            },
           }),
         ]),
       },
@@ -106,7 +112,7 @@ describe('EventBridge delivery', () => {
   });
 
   test('a bucket the app creates raises no such warning', () => {
-    const { stack } = indexerStack({ eventDelivery: EventDelivery.EVENTBRIDGE }, newBucket);
+    const { stack } = indexerStack({ eventDelivery: EventDelivery.EVENTBRIDGE, alarmEmail: 'ops@example.com' }, newBucket);
     Annotations.fromStack(stack).hasNoWarning('*', Match.stringLikeRegexp('EventBridge'));
   });
 

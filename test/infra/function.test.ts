@@ -17,9 +17,13 @@ describe('DatastoreIndexer function', () => {
     expect(fn.Handler).toBe('index.handler');
   });
 
-  test('reserves no concurrency: the event source mapping bounds the queue runs instead of throttling them', () => {
-    const { template } = indexerStack();
-    expect(propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction')).not.toHaveProperty('ReservedConcurrentExecutions');
+  test('reserves the queue runs plus the schedule and one direct invoke, and lets its own message chains run', () => {
+    const { template } = indexerStack({ maxConcurrency: 5 });
+    expect(propsOf(template, 'AWS::Lambda::Function', 'IndexerFunction')).toMatchObject({
+      ReservedConcurrentExecutions: 7,
+      RecursiveLoop: 'Allow',
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { ScalingConfig: { MaximumConcurrency: 5 } });
   });
 
   test('passes the bucket, prefixes, namespaces, queue URL and Powertools names to the Lambda', () => {
@@ -34,6 +38,7 @@ describe('DatastoreIndexer function', () => {
           DATASTORE_PREFIXES: 'swamp,infra',
           DATASTORE_NAMESPACES: 'swamp/team-a,infra/ops',
           DATASTORE_QUEUE_URL: { Ref: queue },
+          DATASTORE_BUCKET_OWNER: { Ref: 'AWS::AccountId' },
           POWERTOOLS_SERVICE_NAME: 'datastore-indexer',
           POWERTOOLS_METRICS_NAMESPACE: 'DatastoreIndexer',
           NODE_OPTIONS: '--enable-source-maps',

@@ -40,7 +40,9 @@ export function indexerStack(
 ): { stack: Stack; indexer: DatastoreIndexer; template: Template } {
   const stack = new Stack(unbundledApp(), 'Test');
   const extra = typeof props === 'function' ? props(stack) : props;
-  const indexer = new DatastoreIndexer(stack, 'Indexer', { bucket: makeBucket(stack), entry: STUB_ENTRY, ...extra });
+  // Without prefixes a test means the bucket root, which takes the explicit choice.
+  const root = extra.prefixes?.length ? {} : { bucketRoot: true };
+  const indexer = new DatastoreIndexer(stack, 'Indexer', { bucket: makeBucket(stack), entry: STUB_ENTRY, ...root, ...extra });
   return { stack, indexer, template: Template.fromStack(stack) };
 }
 
@@ -50,6 +52,7 @@ export function appStack(props: Partial<DatastoreIndexerStackProps> = {}): { sta
     bucketName: BUCKET_NAME,
     prefixes: ['swamp', 'infra'],
     entry: STUB_ENTRY,
+    ...(props.prefixes && !props.prefixes.length ? { bucketRoot: true } : {}),
     ...props,
   });
   return { stack, template: Template.fromStack(stack) };

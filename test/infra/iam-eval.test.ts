@@ -263,6 +263,9 @@ describe.each(CONFIGURATIONS)('$name', (c) => {
       for (const key of del) allowed.push({ action: 's3:DeleteObject', bucket: BUCKET_NAME, key, sent: 'generated' });
     }
     expect(await refusedOf(policies, allowed)).toEqual([]);
+    // The same names in a bucket of another account (one of the same name): denied, by s3:ResourceAccount.
+    const elsewhere = await Promise.all(allowed.map((r) => evaluate(policies, r, '210987654321')));
+    expect(elsewhere.filter((d) => d !== 'ImplicitlyDenied')).toEqual([]);
     if (!figures.configurations.includes(c.name)) figures.configurations.push(c.name);
   });
 });

@@ -24,6 +24,9 @@ function allStatements(template: Template): { policy: string; statement: Stateme
 
 const asList = <T>(x: T | T[]): T[] => (Array.isArray(x) ? x : [x]);
 
+/** The condition every S3 statement of the role holds: the bucket belongs to the deploying account. */
+const OWNED = { StringEquals: { 's3:ResourceAccount': { Ref: 'AWS::AccountId' } } };
+
 describe('DatastoreIndexer IAM', () => {
   test('grants List and Get under each prefix, Put and Delete only on the names the indexer writes', () => {
     // GIVEN / WHEN
@@ -37,13 +40,14 @@ describe('DatastoreIndexer IAM', () => {
           Effect: 'Allow',
           Action: 's3:ListBucket',
           Resource: importedArn(),
-          Condition: { StringLike: { 's3:prefix': ['swamp', 'swamp/', 'swamp/*', 'infra', 'infra/', 'infra/*'] } },
+          Condition: { ...OWNED, StringLike: { 's3:prefix': ['swamp', 'swamp/', 'swamp/*', 'infra', 'infra/', 'infra/*'] } },
         },
         {
           Sid: 'ReadDatastoreObjects',
           Effect: 'Allow',
           Action: 's3:GetObject',
           Resource: [importedArn('/swamp/*'), importedArn('/infra/*')],
+          Condition: OWNED,
         },
         {
           Sid: 'WriteIndexerKeys',
@@ -61,6 +65,7 @@ describe('DatastoreIndexer IAM', () => {
             importedArn('/infra/.datastore.lock'),
             importedArn('/infra/_control/datastore-indexer/*'),
           ],
+          Condition: OWNED,
         },
         {
           Sid: 'DeleteLocksAndControlKeys',
@@ -72,6 +77,7 @@ describe('DatastoreIndexer IAM', () => {
             importedArn('/infra/.datastore.lock'),
             importedArn('/infra/_control/datastore-indexer/*'),
           ],
+          Condition: OWNED,
         },
       ],
     });
@@ -82,8 +88,8 @@ describe('DatastoreIndexer IAM', () => {
     expect(propsOf(template, 'AWS::IAM::Policy', 'IndexerDatastoreAccess').PolicyDocument).toEqual({
       Version: '2012-10-17',
       Statement: [
-        { Sid: 'ListDatastoreRoots', Effect: 'Allow', Action: 's3:ListBucket', Resource: importedArn() },
-        { Sid: 'ReadDatastoreObjects', Effect: 'Allow', Action: 's3:GetObject', Resource: importedArn('/*') },
+        { Sid: 'ListDatastoreRoots', Effect: 'Allow', Action: 's3:ListBucket', Resource: importedArn(), Condition: OWNED },
+        { Sid: 'ReadDatastoreObjects', Effect: 'Allow', Action: 's3:GetObject', Resource: importedArn('/*'), Condition: OWNED },
         {
           Sid: 'WriteIndexerKeys',
           Effect: 'Allow',
@@ -94,12 +100,14 @@ describe('DatastoreIndexer IAM', () => {
             importedArn('/.datastore.lock'),
             importedArn('/_control/datastore-indexer/*'),
           ],
+          Condition: OWNED,
         },
         {
           Sid: 'DeleteLocksAndControlKeys',
           Effect: 'Allow',
           Action: 's3:DeleteObject',
           Resource: [importedArn('/.datastore.lock'), importedArn('/_control/datastore-indexer/*')],
+          Condition: OWNED,
         },
       ],
     });

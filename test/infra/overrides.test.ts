@@ -11,7 +11,7 @@ import { BUILT_BUNDLE_CONTEXT, shippedBundleCode } from '../../infra/private/bun
 import { BUCKET_NAME, indexerStack, logicalIdOf, propsOf, unbundledApp } from './helpers';
 
 describe('DatastoreIndexer overrides', () => {
-  test('functionProps are merged over the defaults; the indexer keeps its variables, its unreserved concurrency and memory', () => {
+  test('functionProps are merged over the defaults; the indexer keeps its variables, its reserved concurrency and memory', () => {
     // GIVEN overrides that also try to change what the indexer relies on
     const { template } = indexerStack({
       memorySize: 2048,
@@ -30,7 +30,8 @@ describe('DatastoreIndexer overrides', () => {
       FunctionName: 'their-indexer',
       MemorySize: 2048,
     });
-    expect(fn).not.toHaveProperty('ReservedConcurrentExecutions');
+    // maxConcurrency (2) plus the schedule and one direct invoke
+    expect(fn).toHaveProperty('ReservedConcurrentExecutions', 4);
     expect((fn.Environment as { Variables: Record<string, unknown> }).Variables).toMatchObject({
       TEAM: 'platform',
       DATASTORE_BUCKET: 'shared-bucket',
@@ -79,7 +80,10 @@ describe('the shipped bundle as the function code', () => {
   ])('with the context set to %p, a clone bundles by esbuild: %p', (value, bundledHere) => {
     // GIVEN: the default entry, from the TypeScript sources
     const stack = new Stack(unbundledApp({ [BUILT_BUNDLE_CONTEXT]: value }), 'Test');
-    const indexer = new DatastoreIndexer(stack, 'Indexer', { bucket: Bucket.fromBucketName(stack, 'Shared', BUCKET_NAME) });
+    const indexer = new DatastoreIndexer(stack, 'Indexer', {
+      bucket: Bucket.fromBucketName(stack, 'Shared', BUCKET_NAME),
+      prefixes: ['swamp'],
+    });
     // THEN
     expect(indexer.function instanceof NodejsFunction).toBe(bundledHere);
   });

@@ -9,6 +9,8 @@ import * as path from 'node:path';
 import { LAMBDA_BUNDLE, PROJECT_ROOT } from '../../infra/private/bundling';
 
 const BUCKET = 'indexer-synth-test';
+// biome-ignore lint/suspicious/noTemplateCurlyInString: the text a user would type, which IAM reads as a policy variable
+const POLICY_VARIABLE = 'team${aws:username}';
 const STACK = `DatastoreIndexer-${BUCKET}`;
 
 /**
@@ -119,7 +121,10 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
       'AWS::Lambda::EventSourceMapping': 1,
       'AWS::Lambda::Permission': 1, // the schedule may invoke
       'AWS::Events::Rule': 1, // the schedule
-      'AWS::CloudWatch::Alarm': 4, // errors, dead letters, age of the oldest event, an index too large
+      // dead letters, errors, throttles, age of the oldest event, an index too large, roots failed, loops dropped, the schedule's deliveries
+      'AWS::CloudWatch::Alarm': 8,
+      'AWS::SNS::Topic': 1, // what the alarms notify
+      'AWS::SNS::TopicPolicy': 1, // TLS only; CloudWatch alarms of this account may publish
       'Custom::S3BucketNotifications': 1,
     });
     const indexer = Object.values(template().Resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment);
@@ -129,15 +134,41 @@ describe(`npx cdk synth of the app${NO_NETWORK.length ? ', with no network at al
     });
   });
 
-  test('reserves no concurrency and bounds the queue runs with the maxConcurrency context key', () => {
+  test('bounds the queue runs with the maxConcurrency context key, and reserves them plus the schedule and a direct invoke', () => {
     const resources = Object.values(template().Resources);
-    expect(resources.filter((r) => r.Type === 'AWS::Lambda::Function' && 'ReservedConcurrentExecutions' in r.Properties)).toEqual([]);
+    expect(
+      resources
+        .filter((r) => r.Type === 'AWS::Lambda::Function' && 'ReservedConcurrentExecutions' in r.Properties)
+        .map((r) => r.Properties.ReservedConcurrentExecutions),
+    ).toEqual([5]);
     const mapping = resources.find((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
     expect(mapping?.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 3 });
   });
 });
 
 describe('the app', () => {
+  /** A real `npx cdk synth` of one bucket with `extra` context, offline, in a folder of its own. */
+  function synthWith(extra: string[]): SpawnSyncReturns<string> {
+    const home = mkdtempSync(path.join(tmpdir(), 'indexer-synth-refused-'));
+    try {
+      return run(['npx', 'cdk', 'synth', '-q', '-c', `bucketName=${BUCKET}`, ...extra, '--output', home], offlineEnv(home));
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  }
+
+  test(`cdk synth -c prefixes='${POLICY_VARIABLE}' fails naming the character`, () => {
+    const r = synthWith(['-c', `prefixes=${POLICY_VARIABLE}`]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain(`datastore-indexer: Invalid prefixes: prefixes[0] "${POLICY_VARIABLE}" must not contain "$"`);
+  }, 120_000);
+
+  test('cdk synth -c prefixes= fails naming the empty value', () => {
+    const r = synthWith(['-c', 'prefixes=']);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('datastore-indexer: Invalid prefixes: is empty ("")');
+  }, 120_000);
+
   test('fails with a clear message when bucketName is missing', () => {
     const home = mkdtempSync(path.join(tmpdir(), 'indexer-app-'));
     try {

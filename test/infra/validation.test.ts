@@ -20,10 +20,15 @@ describe('DatastoreIndexer prop validation', () => {
     [['swamp/'], /prefixes\[0\] "swamp\/" must not end with '\/'/],
     [['swamp', 'infra', 'swamp'], /prefixes\[2\] "swamp" is listed twice \(also prefixes\[0\]\)/],
     [[''], /prefixes\[0\] "" is empty/],
+    [['  '], /prefixes\[0\] " {2}" is empty/],
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the text a user would type, which IAM reads as a policy variable
+    [['team${aws:username}'], /must not contain "\$"/],
+    [['team{a}'], /must not contain "\{"/],
+    [['team}'], /must not contain "\}"/],
     [['a//b'], /empty path segment/],
     [['swamp/../swamp'], /prefixes\[0\] "swamp\/..\/swamp" must not contain a "." or ".." path segment/],
     [['./swamp'], /"." or ".." path segment/],
-    [['swamp*'], /must not contain '\*'/],
+    [['swamp*'], /must not contain "\*"/],
     [['a,b'], /must not contain .*','/],
     [['team', 'team/swamp'], /"team\/swamp" lies inside "team"/],
   ])('refuses prefixes %j, naming the prop', (prefixes, message) => {
@@ -31,6 +36,14 @@ describe('DatastoreIndexer prop validation', () => {
     expect(error.prop).toBe('prefixes');
     expect(error.message).toMatch(/^Invalid prefixes: /);
     expect(error.message).toMatch(message);
+  });
+
+  test('the bucket root takes an explicit bucketRoot, never a forgotten prefixes', () => {
+    // GIVEN / WHEN / THEN
+    expect(() => indexerStack({ bucketRoot: false })).toThrow(/^Invalid prefixes: none given; .*bucketRoot: true/);
+    expect(() => indexerStack({ prefixes: [], bucketRoot: false })).toThrow(/^Invalid prefixes: none given/);
+    expect(() => indexerStack({ prefixes: ['swamp'], bucketRoot: true })).toThrow(/^Invalid bucketRoot: cannot be combined with prefixes/);
+    expect(() => indexerStack({ bucketRoot: true })).not.toThrow();
   });
 
   test('accepts sibling prefixes that share a start but not a folder', () => {

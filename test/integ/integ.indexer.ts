@@ -21,7 +21,10 @@ const bucket = new Bucket(stack, 'Datastore', {
   removalPolicy: RemovalPolicy.DESTROY,
   autoDeleteObjects: true,
 });
-new DatastoreIndexer(stack, 'Indexer', { bucket, prefixes: ['swamp'], namespaces: ['swamp/team-a'] });
+const indexer = new DatastoreIndexer(stack, 'Indexer', { bucket, prefixes: ['swamp'], namespaces: ['swamp/team-a'] });
+// A deployment kept only for the test: what a real stack keeps on deletion goes with it.
+indexer.logGroup.applyRemovalPolicy(RemovalPolicy.DESTROY);
+indexer.deadLetterQueue.applyRemovalPolicy(RemovalPolicy.DESTROY);
 
 const integ = new IntegTest(app, 'DatastoreIndexerDeploy', {
   testCases: [stack],

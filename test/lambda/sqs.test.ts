@@ -323,7 +323,7 @@ describe('a lock held by a live client', () => {
         stack: expect.stringContaining('LockBusyError'),
       },
     });
-    expect(first.metric('RootsFailed')).toEqual([1]);
+    expect(first.metric('RootsRetried')).toEqual([1]);
     expect(first.metric('LockWaits')[0]).toBeGreaterThan(0);
 
     await deleteObject(store, `busy/${LOCK_KEY}`);

@@ -31,6 +31,8 @@ const LIBRARY_VALUES = [
   'HeldLocks',
   'INDEX_KEY',
   'S3Store',
+  'checkAccountId',
+  'checkNamespaceName',
   'createS3Client',
   'describeScope',
   'healAndHydrate',
@@ -306,7 +308,8 @@ app.synth();
     expect(fns).toHaveLength(1);
     const [fn] = fns;
     expect(fn.Properties).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'] });
-    expect(fn.Properties).not.toHaveProperty('ReservedConcurrentExecutions');
+    // maxConcurrency (2) plus the schedule and one direct invoke
+    expect(fn.Properties).toHaveProperty('ReservedConcurrentExecutions', 4);
     // The asset's folder in the cloud assembly is named after the zip the template points at.
     const asset = `asset.${String((fn.Properties.Code as { S3Key: string }).S3Key).replace(/\.zip$/, '')}`;
     const shipped = join(app, 'node_modules', manifest.name, 'dist', 'lambda');
