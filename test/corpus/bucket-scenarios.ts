@@ -1,5 +1,5 @@
 /**
- * The corpus's runs against what real buckets hold (issue 34): archived objects, indexes a client half
+ * The corpus's runs against what real buckets hold: archived objects, indexes a client half
  * broke or a newer client wrote, odd prefixes and endpoints. Each returns what the command did, after
  * asserting what the row's exit code and output cannot show (the bucket as left, the cache as filled).
  */
@@ -16,6 +16,7 @@ export const BUCKET_SCENARIOS = [
   'archived-objects',
   'archived-restoring',
   'one-malformed-entry-repair',
+  'one-malformed-shard-entry-repair',
   'newer-index-repair',
   'newer-index-check',
   'newer-shard-repair',
@@ -102,6 +103,22 @@ export async function bucketScenario(name: BucketScenario, store: S3Store, confi
         else expect(index.entries.get(key)).toEqual(entry);
       }
       const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes('datastore-index'));
+      expect((await readObject(store, kept[0]))!.toString()).toBe(body);
+      return run;
+    }
+    case 'one-malformed-shard-entry-repair': {
+      const entries = await clientIndexed(store);
+      const body = JSON.stringify({ version: 1, entries: { ...entries, 'logs/07.log': { key: 'logs/07.log', size: '6' } } });
+      await putObject(store, 'swamp/_index/logs.json', body);
+      await putObject(store, 'swamp/_index/_meta.json', JSON.stringify({ version: 2, partitions: ['logs'], commitSeq: 3 }));
+      const run = await runCli(['repair', '--config', config]);
+      const shard = (await readIndex(store, 'swamp/_index/logs.json'))!;
+      expect(shard.entries.size).toBe(30);
+      for (const [key, entry] of Object.entries(entries)) {
+        if (key === 'logs/07.log') expect(shard.entries.get(key)).toEqual({ key, size: 5, lastModified: expect.any(String) });
+        else expect(shard.entries.get(key)).toEqual(entry);
+      }
+      const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes('logs.json'));
       expect((await readObject(store, kept[0]))!.toString()).toBe(body);
       return run;
     }

@@ -460,6 +460,12 @@ export const CASES: readonly CorpusCase[] = [
   },
   {
     kind: 'run',
+    name: 'repair of a shard-first partition file holding one malformed entry among 30',
+    scenario: 'one-malformed-shard-entry-repair',
+    expect: { code: 0, stdout: /was unreadable: shard logs: entry "logs\/07\.log" has no valid size; copy kept at s3:\/\/.*_control\// },
+  },
+  {
+    kind: 'run',
     name: 'repair of a version-99 index (left as it is)',
     scenario: 'newer-index-repair',
     expect: {

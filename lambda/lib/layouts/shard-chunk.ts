@@ -66,7 +66,10 @@ export async function readPartitionFile(
   const parsed = parseIndex(object.body);
   if (!parsed.ok) {
     const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag, version: parsed.version };
-    return { entries: new Map(), etag: object.etag, lastModified: object.lastModified, bad };
+    // A file whose entries are mostly sound keeps them (and their client fields) through its rewrite.
+    const salvaged = parsed.salvaged?.entries ?? new Map<string, IndexEntry>();
+    for (const k of salvaged.keys()) if (partitionOf(k) !== partition) salvaged.delete(k);
+    return { entries: salvaged, etag: object.etag, lastModified: object.lastModified, bad };
   }
   // Filtered where it was parsed: a partition file can be the largest thing a heal by partitions holds.
   const entries = parsed.index.entries;

@@ -62,11 +62,13 @@ export async function readShards(
         etag: object.etag,
         version: parsed.version,
       });
-      continue;
     }
+    // A file whose entries are mostly sound keeps them (and their client fields) through its rewrite.
+    const found = parsed.ok ? parsed.index.entries : parsed.salvaged?.entries;
+    if (!found) continue;
     // What clients see is what the manifest lists; an orphan's entries only wait to be adopted.
     const into = orphans.has(partition) ? adoptable : index.entries;
-    for (const [k, entry] of parsed.index.entries) {
+    for (const [k, entry] of found) {
       entries.set(k, entry);
       into.set(k, entry);
     }
