@@ -87,38 +87,28 @@ export async function bucketScenario(name: BucketScenario, store: S3Store, confi
         await proxy.close();
       }
     }
-    case 'one-malformed-entry-repair': {
+    case 'one-malformed-entry-repair':
+    case 'one-malformed-shard-entry-repair': {
+      // The same 30 client entries, one malformed, in the monolith or in a shard-first root's partition file.
+      const shardFirst = name === 'one-malformed-shard-entry-repair';
+      const fileKey = shardFirst ? 'swamp/_index/logs.json' : 'swamp/.datastore-index.json';
       const entries = await clientIndexed(store);
       const body = JSON.stringify({
         version: 1,
         lastPulled: '2026-05-04T15:24:03.000Z',
         entries: { ...entries, 'logs/07.log': { key: 'logs/07.log', size: '6' } },
       });
-      await putObject(store, 'swamp/.datastore-index.json', body);
+      await putObject(store, fileKey, body);
+      if (shardFirst) await putObject(store, 'swamp/_index/_meta.json', JSON.stringify({ version: 2, partitions: ['logs'], commitSeq: 3 }));
       const run = await runCli(['repair', '--config', config]);
-      const index = (await readIndex(store, 'swamp/.datastore-index.json'))!;
+      const index = (await readIndex(store, fileKey))!;
       expect(index.entries.size).toBe(30);
       for (const [key, entry] of Object.entries(entries)) {
         if (key === 'logs/07.log') expect(index.entries.get(key)).toEqual({ key, size: 5, lastModified: expect.any(String) });
         else expect(index.entries.get(key)).toEqual(entry);
       }
-      const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes('datastore-index'));
-      expect((await readObject(store, kept[0]))!.toString()).toBe(body);
-      return run;
-    }
-    case 'one-malformed-shard-entry-repair': {
-      const entries = await clientIndexed(store);
-      const body = JSON.stringify({ version: 1, entries: { ...entries, 'logs/07.log': { key: 'logs/07.log', size: '6' } } });
-      await putObject(store, 'swamp/_index/logs.json', body);
-      await putObject(store, 'swamp/_index/_meta.json', JSON.stringify({ version: 2, partitions: ['logs'], commitSeq: 3 }));
-      const run = await runCli(['repair', '--config', config]);
-      const shard = (await readIndex(store, 'swamp/_index/logs.json'))!;
-      expect(shard.entries.size).toBe(30);
-      for (const [key, entry] of Object.entries(entries)) {
-        if (key === 'logs/07.log') expect(shard.entries.get(key)).toEqual({ key, size: 5, lastModified: expect.any(String) });
-        else expect(shard.entries.get(key)).toEqual(entry);
-      }
-      const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes('logs.json'));
+      const copyOf = shardFirst ? 'logs.json' : 'datastore-index';
+      const kept = (await listKeys(store, 'swamp/_control/')).filter((k) => k.includes(copyOf));
       expect((await readObject(store, kept[0]))!.toString()).toBe(body);
       return run;
     }
