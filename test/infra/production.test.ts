@@ -3,7 +3,7 @@
  * queue) alarms to a person, lets services act only for this account, pins the bucket owner and keeps what an
  * operator needs after a `cdk destroy`.
  */
-import { App, Stack } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Bucket } from 'aws-cdk-lib/aws-s3';
@@ -11,7 +11,7 @@ import { QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { DatastoreIndexer } from '../../infra/datastore-indexer';
 import type { DatastoreIndexerProps } from '../../infra/props';
 import { EventDelivery } from '../../infra/props';
-import { STUB_ENTRY, indexerStack, logicalIdOf, propsOf } from './helpers';
+import { STUB_ENTRY, indexerStack, logicalIdOf, propsOf, unbundledApp } from './helpers';
 
 type Statement = { Principal?: { Service?: string | string[] }; Condition?: Record<string, Record<string, unknown>> };
 
@@ -141,7 +141,7 @@ describe('the bucket owner', () => {
   });
 
   test('a bucket of another account is refused at synth, naming the prop', () => {
-    const stack = new Stack(new App(), 'Elsewhere', { env: { account: '111111111111', region: 'eu-west-1' } });
+    const stack = new Stack(unbundledApp(), 'Elsewhere', { env: { account: '111111111111', region: 'eu-west-1' } });
     const bucket = Bucket.fromBucketAttributes(stack, 'Theirs', { bucketName: 'theirs', account: '222222222222' });
     expect(() => new DatastoreIndexer(stack, 'Indexer', { bucket, prefixes: ['swamp'], entry: STUB_ENTRY })).toThrow(
       /^Invalid bucket: belongs to account 222222222222, but the stack deploys to 111111111111/,
