@@ -112,8 +112,8 @@ function touchedPartitions(before: DatastoreIndex | undefined, next: DatastoreIn
  * and every partition with entries. Each file, and the manifest, is replaced only in the version read (a
  * file `checkMirror` did not read is read first): one a client rewrote since is a conflict, and the
  * publish reads again; the re-check then holds the files against the monolith the client left. Otherwise
- * best effort, as for clients (the monolith is the truth); failures are returned. Beside a plain monolith only partition files that already exist are refreshed, and
- * no manifest is made.
+ * best effort, as for clients (the monolith is the truth); failures are returned. Beside a plain monolith
+ * only partition files that already exist are refreshed, and no manifest is made.
  */
 async function writeMirror(
   store: S3Store,
