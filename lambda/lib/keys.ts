@@ -43,24 +43,32 @@ const DEEP_FOLDERS = new Set(['data', 'outputs', 'definitions-evaluated']);
 const FLAT_FOLDERS = new Set(['workflows-evaluated', 'auto-definitions', 'audit', 'telemetry', 'logs', 'files']);
 
 /**
- * The segments of `rel` that name its shard partition (the contract's rule): none for a one-segment key
- * (`_root`), undefined when the key cannot be sharded. Its partition joins them with `--`, its folder with `/`.
+ * The length of the leading segments of `rel` that name its shard partition (the contract's rule): 0 for a
+ * one-segment key (`_root`), undefined when the key cannot be sharded. Its partition joins them with `--`,
+ * its folder with `/`. Read by scanning, not splitting: it runs for every key a heal lists or reads.
  */
-function partitionSegments(rel: string): string[] | undefined {
-  const segments = rel.split('/');
-  const count = segments.length;
-  if (count === 1) return [];
-  const first = segments[0];
-  if (DEEP_FOLDERS.has(first)) return count < 4 ? undefined : segments.slice(0, count >= 6 ? count - 3 : count - 1);
-  if (first === 'workflow-runs') return count < 3 ? undefined : segments.slice(0, 2);
-  return FLAT_FOLDERS.has(first) ? [first] : undefined;
+function partitionLength(rel: string): number | undefined {
+  const firstSlash = rel.indexOf('/');
+  if (firstSlash < 0) return 0;
+  const first = rel.slice(0, firstSlash);
+  let kept: number;
+  if (DEEP_FOLDERS.has(first)) {
+    let count = 2;
+    for (let i = rel.indexOf('/', firstSlash + 1); i >= 0; i = rel.indexOf('/', i + 1)) count++;
+    if (count < 4) return undefined;
+    kept = count >= 6 ? count - 3 : count - 1;
+  } else if (first === 'workflow-runs') kept = 2;
+  else return FLAT_FOLDERS.has(first) ? firstSlash : undefined;
+  let end = firstSlash;
+  for (let segment = 1; segment < kept && end >= 0; segment++) end = rel.indexOf('/', end + 1);
+  return end < 0 ? undefined : end;
 }
 
 /** The shard partition of a relative key, or undefined when the key cannot be sharded. */
 export function partitionOf(rel: string): string | undefined {
-  const segments = partitionSegments(rel);
-  if (segments === undefined) return undefined;
-  return segments.length === 0 ? '_root' : segments.join('--');
+  const length = partitionLength(rel);
+  if (length === undefined) return undefined;
+  return length === 0 ? '_root' : rel.slice(0, length).replaceAll('/', '--');
 }
 
 /**
@@ -69,16 +77,18 @@ export function partitionOf(rel: string): string | undefined {
  * when the key has no partition. Two folders may name one partition (a segment may hold `--`).
  */
 export function partitionFolder(rel: string): string | undefined {
-  const segments = partitionSegments(rel);
-  if (segments === undefined) return undefined;
-  return segments.length === 0 ? '' : `${segments.join('/')}/`;
+  const length = partitionLength(rel);
+  if (length === undefined) return undefined;
+  return length === 0 ? '' : rel.slice(0, length + 1);
 }
 
 /** A key's partition and folder (see `partitionOf`, `partitionFolder`) from one reading of its segments; undefined when it has no partition. */
 export function partitionPlace(rel: string): { readonly partition: string; readonly folder: string } | undefined {
-  const segments = partitionSegments(rel);
-  if (segments === undefined) return undefined;
-  return segments.length === 0 ? { partition: '_root', folder: '' } : { partition: segments.join('--'), folder: `${segments.join('/')}/` };
+  const length = partitionLength(rel);
+  if (length === undefined) return undefined;
+  return length === 0
+    ? { partition: '_root', folder: '' }
+    : { partition: rel.slice(0, length).replaceAll('/', '--'), folder: rel.slice(0, length + 1) };
 }
 
 /** A path segment longer than this many UTF-8 bytes cannot be a file name on any common file system. */

@@ -7,7 +7,7 @@ import type { S3Store } from '../s3';
 import type { IndexScope } from '../scope';
 import { mapLimit } from '../concurrency';
 import { type ShardMeta, readManifest } from './manifest';
-import { groupByPartition, shardPending } from './shards';
+import { SHARD_FILES_AT_ONCE, groupByPartition, shardPending } from './shards';
 import { type KnownIndex, type LiveIndex, type ShardState, type UnreadablePart, withNewerHold } from './types';
 
 /** A shard-first scope as found before a heal by partitions: its manifest, and its partition files' ETags. */
@@ -98,7 +98,11 @@ export async function readShardChunk(
   const [metaObject, intent, files] = await Promise.all([
     store.get(manifestKeyOf(scope)),
     store.head(publishRecordKey(scope)),
-    mapLimit([...partitions].sort(), 8, async (p) => [p, await readPartitionFile(store, scope, p, knownFiles.get(p))] as const),
+    mapLimit(
+      [...partitions].sort(),
+      SHARD_FILES_AT_ONCE,
+      async (p) => [p, await readPartitionFile(store, scope, p, knownFiles.get(p))] as const,
+    ),
   ]);
   const read = metaObject ? readManifest(metaObject.body) : undefined;
   if (!metaObject || read?.kind !== 'v2') {

@@ -213,7 +213,7 @@ export async function writeShards(
   // Shards at once, the manifest after all of them; the first lost race decides.
   let lost: string | undefined;
   const etags = new Map(shards.shardEtags);
-  await mapLimit(changed, 8, async (partition) => {
+  await mapLimit(changed, SHARD_FILES_AT_ONCE, async (partition) => {
     if (lost !== undefined) return;
     const entries = grouped.get(partition) ?? new Map<string, IndexEntry>();
     const key = partitionKeyOf(scope, partition);
@@ -233,6 +233,9 @@ export async function writeShards(
   if (changed.length > 0 || shards.intentEtag) await store.delete(recordKey).catch(() => undefined);
   return { status: 'written', shardEtags: etags, record, mirrorFailures: [] };
 }
+
+/** Partition files read or written at once by one publish: a commit of a large heal touches many. */
+export const SHARD_FILES_AT_ONCE = 32;
 
 /** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */
 export function groupByPartition(entries: ReadonlyMap<string, IndexEntry>): Map<string, Map<string, IndexEntry>> {
