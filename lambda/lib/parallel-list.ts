@@ -53,6 +53,8 @@ class ParallelListing {
   private head?: Slice;
   /** Pages listed and not yet taken by the consumer. */
   private buffered = 0;
+  /** Slices waiting for the window: they list nothing, so they count as no slice when cutting. */
+  private waiting = 0;
 
   constructor(
     private readonly store: S3Store,
@@ -145,8 +147,15 @@ class ParallelListing {
     try {
       for (;;) {
         // The consumer's slice waits only while pages of its own wait to be taken, so the consumer never starves.
-        while (this.ahead(slice) && !this.stopped && this.failure === undefined) {
-          await new Promise<void>((resolve) => this.waiters.push(resolve));
+        if (this.ahead(slice)) {
+          this.waiting++;
+          try {
+            while (this.ahead(slice) && !this.stopped && this.failure === undefined) {
+              await new Promise<void>((resolve) => this.waiters.push(resolve));
+            }
+          } finally {
+            this.waiting--;
+          }
         }
         await this.slots.acquire(false);
         let next: IteratorResult<ListPage>;
@@ -159,16 +168,29 @@ class ParallelListing {
         // The segment may have been cut while the request was out: read its end now.
         const current = slice.segments[0];
         if (next.done || this.take(slice, current, next.value) || next.value.truncated === false) return;
-        if (!slice.splitting && slice.failedSplits < MAX_FAILED_SPLITS && this.unfinished < this.target) this.track(this.split(slice));
+        if (!slice.splitting && slice.failedSplits < MAX_FAILED_SPLITS && this.listing() < this.target) this.track(this.split(slice));
       }
     } finally {
       await pages.return(undefined);
     }
   }
 
-  /** True when `slice` should wait before its next request: the window is full, and not for want of its own pages. */
+  /**
+   * True when `slice` should wait before its next request: the window is full up to it, counting the pages
+   * of the slices before it in key order, which the consumer takes first. So the window goes to the slices
+   * nearest the consumer, and the consumer's own slice waits only for pages of its own.
+   */
   private ahead(slice: Slice): boolean {
-    return this.buffered >= this.window() && (slice !== this.head || slice.pages.length > 0);
+    const window = this.window();
+    if (this.buffered < window) return false;
+    let pages = slice.pages.length;
+    for (let s = this.head; s && s !== slice && pages < window; s = s.next) pages += s.pages.length;
+    return slice === this.head ? pages > 0 && pages >= window : pages >= window;
+  }
+
+  /** Slices listing now: those not done, less those waiting for the window. */
+  private listing(): number {
+    return this.unfinished - this.waiting;
   }
 
   /** Takes a page's keys up to the segment's end; true when the segment is complete. */
@@ -230,7 +252,7 @@ class ParallelListing {
       const hi = endOf(slice.segments[0]);
       return (lo === undefined || compareKeys(bound, lo) > 0) && (hi === undefined || compareKeys(bound, hi) < 0);
     };
-    const want = (): number => Math.max(descending ? Math.ceil(this.target / 2) : 1, this.target - this.unfinished);
+    const want = (): number => Math.max(descending ? Math.ceil(this.target / 2) : 1, this.target - this.listing());
     const known = slice.hints?.children.filter(inside) ?? [];
     if (known.length > 0) {
       const fine = spread(known, Math.min(want(), piecesOf(known.length, slice.hints!.folder, slice.recent, this.pageSize)));
@@ -327,7 +349,7 @@ class ParallelListing {
     for (const [after, segments, known] of made) {
       const next = this.slice(after, segments, known);
       // A slice of a whole folder is probed at once, along with its first page, while slices are wanted.
-      if (after === undefined && !known && this.unfinished < this.target) this.track(this.split(next));
+      if (after === undefined && !known && this.listing() < this.target) this.track(this.split(next));
       previous.next = next;
       previous = next;
     }
