@@ -37,7 +37,10 @@ export interface HealOptions {
    * @default from the environment: a share of `AWS_LAMBDA_FUNCTION_MEMORY_SIZE` in a Lambda, else of the V8 heap limit
    */
   readonly memoryBudget?: number | MemoryBudget;
-  /** Entry changes a shard-first heal commits at once (one lock, one manifest write). @default 10000 */
+  /**
+   * Entry changes a shard-first heal commits at once, at most (one lock, one manifest write). While the
+   * listing goes on, a commit starts once a fifth of this is kept. @default 50000
+   */
   readonly chunkEntries?: number;
   /** Drifting keys of each kind a report names, the first in key order (its counts stay whole); a heal by partitions then holds no more. @default all */
   readonly keys?: number;

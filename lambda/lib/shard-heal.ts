@@ -55,8 +55,8 @@ interface Change {
   readonly after?: IndexEntry;
 }
 
-/** Entry changes committed at once by default (see `HealOptions.chunkEntries`). */
-export const CHUNK_ENTRIES = 10_000;
+/** Entry changes committed at once, at most, by default (see `HealOptions.chunkEntries`). */
+export const CHUNK_ENTRIES = 50_000;
 
 /** Partitions held against their file at once (their reads, HeadObject checks and entries). */
 const JUDGING = 32;
@@ -74,6 +74,8 @@ export class PartitionHeal {
   private readonly forced = new Set<string>();
   private flushing: Promise<void> = Promise.resolve();
   private committing = false;
+  /** Listing steps waiting for a commit to end. */
+  private waiters: (() => void)[] = [];
   private objects = 0;
   private unshardable = 0;
   private entries = 0;
@@ -123,24 +125,25 @@ export class PartitionHeal {
   }
 
   /**
-   * The listing has reached `pos`: partitions it has passed are judged, and a full chunk of changes is
-   * committed while the listing goes on; it waits while the next chunk is full before that commit ends.
+   * The listing has reached `pos`: partitions it has passed are judged, and their changes are committed
+   * while the listing goes on, one commit after another, each taking what was kept while the last ran; the
+   * listing waits while a full chunk is kept behind a commit.
    */
   async advance(pos: string): Promise<void> {
     for (const unit of [...this.open.values()]) if ([...unit.folders].every((f) => passed(f, pos))) this.close(unit, pos);
     while (this.judging.size >= JUDGING) await Promise.race(this.judging);
     this.rethrow();
-    const chunk = this.chunkEntries();
-    if (this.pendingCount >= chunk && !this.committing) {
+    if (this.pendingCount >= this.startAt() && !this.committing) {
       this.committing = true;
       // A failure is kept for `rethrow`.
       void this.flush(false)
         .catch(() => undefined)
         .finally(() => {
           this.committing = false;
+          this.wake();
         });
     }
-    while (this.pendingCount >= chunk && this.committing) await this.flushing;
+    while (this.pendingCount >= this.chunkEntries() && this.committing) await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.rethrow();
   }
 
@@ -169,6 +172,17 @@ export class PartitionHeal {
 
   private chunkEntries(): number {
     return this.options.chunkEntries ?? CHUNK_ENTRIES;
+  }
+
+  /** Changes kept before a commit starts while the listing goes on: a few drifting entries wait for the end. */
+  private startAt(): number {
+    return Math.max(1, Math.floor(this.chunkEntries() / 5));
+  }
+
+  private wake(): void {
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiters) resolve();
   }
 
   private rethrow(): void {
@@ -262,7 +276,7 @@ export class PartitionHeal {
     if (changes.size === 0) this.pending.delete(partition);
   }
 
-  /** Commits the changes kept so far a chunk at a time, all of them or (not `all`) while a chunk is full; commits never overlap. */
+  /** Commits the changes kept so far a chunk at a time, all of them or (not `all`) while a commit is worth starting; commits never overlap. */
   private flush(all: boolean): Promise<void> {
     const run = this.flushing.then(() => {
       // After a failed commit nothing more is committed: the heal fails with that commit's error.
@@ -278,7 +292,7 @@ export class PartitionHeal {
   private async commitKept(all: boolean): Promise<void> {
     if (this.options.mode === 'check') return;
     const limit = this.chunkEntries();
-    while (all ? this.pending.size > 0 || this.forced.size > 0 : this.pendingCount >= limit) {
+    while (all ? this.pending.size > 0 || this.forced.size > 0 : this.pendingCount >= this.startAt()) {
       const chunk = new Map<string, Map<string, Change>>();
       let count = 0;
       for (const [partition, changes] of this.pending) {
@@ -290,7 +304,11 @@ export class PartitionHeal {
       this.pendingCount -= count;
       const forced = [...this.forced].filter((p) => chunk.has(p) || !this.pending.has(p));
       for (const partition of forced) this.forced.delete(partition);
-      await this.commit(chunk, new Set([...chunk.keys(), ...forced]));
+      try {
+        await this.commit(chunk, new Set([...chunk.keys(), ...forced]));
+      } finally {
+        this.wake();
+      }
     }
   }
 
