@@ -42,6 +42,19 @@ export interface ListingSource {
   readonly startedAt?: number;
   /** The listing is of the whole root, namespaces included: they are told apart and gathered. */
   readonly namespaces: boolean;
+  /** Asked after each page: true stops the listing there (see `feedListing`). */
+  readonly stopWhen?: () => boolean;
+}
+
+/** What `feedListing` took from a listing. */
+export interface FedListing {
+  readonly namespaces: Map<string, Map<string, ListedObject>>;
+  readonly shardPartitions: Map<string, string[]>;
+  /** Top-level folders asked about, and whether each is a namespace (carried to a later run). */
+  readonly folders: Map<string, boolean>;
+  readonly objectsSeen: number;
+  /** The last key (full) of the page after which `stopWhen` stopped the listing; undefined when it ended. */
+  readonly stoppedAfter?: string;
 }
 
 /**
@@ -56,13 +69,32 @@ export async function healWhileListing(
   source: ListingSource,
   options: HealOptions,
 ): Promise<PartitionListing> {
-  const { base, pages } = source;
   const startedAt = source.startedAt ?? Date.now();
   const heal = new PartitionHeal(store, scope, shards, startedAt, options);
+  const fed = await feedListing(heal, store, scope, source, options);
+  const listingMs = Date.now() - startedAt;
+  const report = await heal.finish();
+  return { report, namespaces: fed.namespaces, shardPartitions: fed.shardPartitions, objectsSeen: fed.objectsSeen, startedAt, listingMs };
+}
+
+/**
+ * Feeds the listing's pages to `heal` (see `healWhileListing`) until it ends, or until `source.stopWhen`
+ * says stop after a page. `carried`: what an earlier run of the same listing took (folders known, objects
+ * seen); a namespace found then is not gathered again, as its objects listed then are gone.
+ */
+export async function feedListing(
+  heal: PartitionHeal,
+  store: S3Store,
+  scope: IndexScope,
+  source: ListingSource,
+  options: HealOptions,
+  carried?: { readonly folders: ReadonlyMap<string, boolean>; readonly objectsSeen: number },
+): Promise<FedListing> {
+  const { base, pages } = source;
   const namespaces = new Map<string, Map<string, ListedObject>>();
   const shardPartitions = new Map<string, string[]>();
-  const folders = new Map<string, boolean>();
-  let objectsSeen = 0;
+  const folders = new Map<string, boolean>(carried?.folders ?? []);
+  let objectsSeen = carried?.objectsSeen ?? 0;
   for await (const page of pages) {
     let last: string | undefined;
     for (const object of page.objects) {
@@ -90,10 +122,11 @@ export async function healWhileListing(
     }
     options.onListed?.(objectsSeen);
     if (last !== undefined) await heal.advance(last);
+    if (last !== undefined && source.stopWhen?.()) {
+      return { namespaces, shardPartitions, folders, objectsSeen, stoppedAfter: base + last };
+    }
   }
-  const listingMs = Date.now() - startedAt;
-  const report = await heal.finish();
-  return { report, namespaces, shardPartitions, objectsSeen, startedAt, listingMs };
+  return { namespaces, shardPartitions, folders, objectsSeen };
 }
 
 /** A scope's objects held in memory (a listing resumed across invocations), as pages in key order. */

@@ -29,6 +29,12 @@ export class KeySample<T> {
     }
   }
 
+  /** Takes back a sample saved by an earlier run: its kept items, and how many it was given in all. */
+  restore(items: readonly T[], count: number): void {
+    this.add(items);
+    this.added += count - items.length;
+  }
+
   /** The kept items, sorted by key. */
   sorted(): T[] {
     this.trim();

@@ -6,19 +6,18 @@
  */
 import { mapLimit } from './concurrency';
 import { type ResizedEntry, resizedEntry } from './drift';
-import { type DatastoreIndex, type IndexEntry, type ListedObject, cloneIndex, emptyIndex, entryFor } from './index-file';
+import type { HealMode, ScopeReport } from './heal-types';
+import { type IndexEntry, type ListedObject, entryFor } from './index-file';
 import { compareKeys } from './key-space';
-import { DriftSample } from './key-sample';
 import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
-import type { LiveIndex, UnreadablePart } from './layouts/types';
-import { baseIndexOf } from './layouts/types';
 import { scopeBase } from './names';
 import { Slots } from './parallel-slices';
-import { type Plan, type PublishEvent, type PublishOptions, publishIndex } from './publish';
+import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
-import type { HealMode, ScopeReport } from './heal-types';
+import { type Change, chunkPlanner } from './shard-heal-plan';
+import { HealTally, type SavedTally } from './shard-heal-tally';
 
 /** How a heal by partitions runs (a subset of `HealOptions`). */
 export interface PartitionHealOptions {
@@ -49,10 +48,19 @@ interface Unit {
   readonly file: Promise<PartitionFile>;
 }
 
-/** One entry's change: what the file held when judged, and what it should hold (undefined: no entry). */
-interface Change {
-  readonly before?: IndexEntry;
-  readonly after?: IndexEntry;
+/** A heal by partitions paused between invocations, as JSON (see `PartitionHeal.pause`). */
+export interface PausedPartitions {
+  /** Where each partition was held against its file (null: at the end). */
+  readonly judgedAt: [partition: string, at: Position][];
+  readonly revisit: string[];
+  /** Partitions the listing had not passed yet: their objects listed so far. */
+  readonly open: {
+    readonly partition: string;
+    readonly from?: Position;
+    readonly folders: string[];
+    readonly listed: [key: string, size: number, lastModified: string][];
+  }[];
+  readonly tally: SavedTally;
 }
 
 /** Entry changes committed at once, at most, by default (see `HealOptions.chunkEntries`). */
@@ -76,21 +84,7 @@ export class PartitionHeal {
   private committing = false;
   /** Listing steps waiting for a commit to end. */
   private waiters: (() => void)[] = [];
-  private objects = 0;
-  private unshardable = 0;
-  private entries = 0;
-  private readonly refusedListed: string[] = [];
-  private readonly refusedStale: string[] = [];
-  private readonly drift: DriftSample;
-  private unreadable?: UnreadablePart;
-  /** Why a commit left its partitions as they are (see `LiveLayout.hold`). */
-  private held?: string;
-  private published = false;
-  private conflicts = 0;
-  private lockWaits = 0;
-  private keptCopy?: string;
-  private conditional = true;
-  private publishMs = 0;
+  private readonly tally: HealTally;
 
   constructor(
     private readonly store: S3Store,
@@ -98,20 +92,29 @@ export class PartitionHeal {
     private readonly base: ShardBase,
     private readonly listingStartedAt: number,
     private readonly options: PartitionHealOptions,
+    paused?: PausedPartitions,
   ) {
-    this.drift = new DriftSample(options.keys);
+    this.tally = new HealTally(options.keys, paused?.tally);
+    if (!paused) return;
+    for (const [partition, at] of paused.judgedAt) this.judgedAt.set(partition, at);
+    for (const partition of paused.revisit) this.revisit.add(partition);
+    for (const unit of paused.open) {
+      const listed = new Map(unit.listed.map(([key, size, lastModified]) => [key, { key, size, lastModified }]));
+      const { partition, from } = unit;
+      this.open.set(partition, { partition, listed, folders: new Set(unit.folders), from, file: this.read(partition) });
+    }
   }
 
   /** Takes one listed object of the scope (relative key, internal keys already left out). */
   add(rel: string, object: ListedObject): void {
     if (isRefusedKey(rel)) {
-      this.refusedListed.push(rel);
+      this.tally.refused.add(rel);
       return;
     }
-    this.objects++;
+    this.tally.objects++;
     const place = partitionPlace(rel);
     if (place === undefined) {
-      this.unshardable++;
+      this.tally.unshardable++;
       return;
     }
     const { partition } = place;
@@ -167,7 +170,30 @@ export class PartitionHeal {
     });
     await this.flush(true);
     this.rethrow();
-    return this.report();
+    return this.tally.report(this.scope);
+  }
+
+  /**
+   * Stops before the listing has ended: what was judged is committed, and what a later run needs to go
+   * on (partitions not passed yet with their objects listed so far, and the tally) is returned as JSON.
+   * That run lists on after the last key this one took.
+   */
+  async pause(): Promise<PausedPartitions> {
+    await Promise.allSettled(this.judging);
+    this.rethrow();
+    await this.flush(true);
+    this.rethrow();
+    return {
+      judgedAt: [...this.judgedAt],
+      revisit: [...this.revisit],
+      open: [...this.open.values()].map((unit) => ({
+        partition: unit.partition,
+        ...(unit.from !== undefined ? { from: unit.from } : {}),
+        folders: [...unit.folders],
+        listed: [...unit.listed.values()].map((o) => [o.key, o.size, o.lastModified] as [string, number, string]),
+      })),
+      tally: this.tally.save(),
+    };
   }
 
   private chunkEntries(): number {
@@ -217,7 +243,7 @@ export class PartitionHeal {
   private async judge(unit: Unit, pos: Position): Promise<void> {
     const { partition, listed, from } = unit;
     const file = await unit.file;
-    if (file.bad) this.unreadable ??= file.bad;
+    if (file.bad) this.tally.unreadable ??= file.bad;
     const skew = this.options.clockSkewMs ?? 300_000;
     const recent = (entry: IndexEntry): boolean => !(Date.parse(entry.lastModified) < this.listingStartedAt - skew);
     const stale: string[] = [];
@@ -236,7 +262,7 @@ export class PartitionHeal {
       judged++;
       const object = listed.get(key);
       if (isRefusedKey(key)) {
-        this.refusedStale.push(key);
+        this.tally.refused.add(key);
         stale.push(key);
       } else if (!object) (recent(entry) ? doubtful : stale).push(key);
       else if (object.size !== entry.size) {
@@ -254,10 +280,10 @@ export class PartitionHeal {
     await mapLimit(doubtfulSize, concurrency, async (r) => {
       if ((await this.store.head(base + r.key))?.size !== r.indexSize) resized.push(r);
     });
-    this.drift.missing.add(missing);
-    this.drift.stale.add(stale);
-    this.drift.resized.add(resized);
-    this.entries += judged - stale.length + missing.length;
+    this.tally.drift.missing.add(missing);
+    this.tally.drift.stale.add(stale);
+    this.tally.drift.resized.add(resized);
+    this.tally.entries += judged - stale.length + missing.length;
     if (this.options.mode === 'check') return;
     // An unreadable file is replaced (its copy kept first) in the same commit as its changes, even with none.
     if (file.bad) this.forced.add(partition);
@@ -316,7 +342,8 @@ export class PartitionHeal {
   private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
     const name = describeScope(this.scope);
-    const outcome = await publishIndex(this.store, this.scope, this.planner(changes), {
+    const planner = chunkPlanner(this.store, this.scope, changes, this.options.concurrency ?? 16);
+    const outcome = await publishIndex(this.store, this.scope, planner, {
       ...this.options.publish,
       read: (known) => readShardChunk(this.store, this.scope, touched, known),
       onEvent: (event) => {
@@ -324,91 +351,6 @@ export class PartitionHeal {
         this.options.publish?.onEvent?.(event);
       },
     });
-    this.publishMs += Date.now() - started;
-    this.published ||= outcome.published;
-    this.conflicts += outcome.conflicts;
-    this.lockWaits += outcome.lockWaits;
-    this.keptCopy ??= outcome.keptCopy;
-    this.held ??= outcome.before.hold ?? outcome.last.hold;
-    this.conditional &&= outcome.conditional;
+    this.tally.committed(outcome, Date.now() - started);
   }
-
-  /**
-   * Applies the kept changes to a read of their partitions: an entry still as judged takes its change; one
-   * another writer changed since (or one already changed so) is settled by what S3 says now.
-   */
-  private planner(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>): (live: LiveIndex) => Promise<Plan<null>> {
-    return async (live) => {
-      const current = baseIndexOf(live) ?? emptyIndex();
-      const next: DatastoreIndex = cloneIndex(current);
-      let changed = false;
-      const doubtful: string[] = [];
-      for (const partitionChanges of changes.values()) {
-        for (const [key, change] of partitionChanges) {
-          const now = current.entries.get(key);
-          if (sameEntry(now, change.after)) continue;
-          if (!sameEntry(now, change.before)) {
-            doubtful.push(key);
-            continue;
-          }
-          if (change.after) next.entries.set(key, change.after);
-          else next.entries.delete(key);
-          changed = true;
-        }
-      }
-      const base = scopeBase(this.scope);
-      await mapLimit(doubtful, this.options.concurrency ?? 16, async (key) => {
-        const info = await this.store.head(base + key);
-        const now = current.entries.get(key);
-        if (info && now?.size === info.size) return;
-        const object = info ? { key, size: info.size, lastModified: info.lastModified.toISOString() } : undefined;
-        if (object) next.entries.set(key, now ? resizedEntry(now, object) : entryFor(object));
-        else if (now) next.entries.delete(key);
-        else return;
-        changed = true;
-      });
-      if (!changed && live.state === 'valid' && !live.pending) return { facts: null };
-      return { index: next, facts: null };
-    };
-  }
-
-  private report(): ScopeReport {
-    const refused = [...new Set([...this.refusedListed, ...this.refusedStale])].sort();
-    return {
-      scope: describeScope(this.scope),
-      namespace: this.scope.namespace,
-      layout: 'shard-first',
-      indexState: this.unreadable ? 'unreadable' : 'valid',
-      unreadableReason: this.unreadable?.reason,
-      objects: this.objects,
-      drift: this.drift.counts(),
-      driftKeys: this.drift.keys(),
-      unshardable: this.unshardable,
-      refused: refused.length,
-      refusedKeys: refused,
-      held: this.held,
-      staleMirrors: [],
-      mirrorFailures: 0,
-      entries: this.entries,
-      published: this.published,
-      conflicts: this.conflicts,
-      lockWaits: this.lockWaits,
-      keptCopy: this.keptCopy,
-      conditional: this.conditional,
-      publishMs: this.publishMs,
-    };
-  }
-}
-
-/** True when two entries say the same (both absent, or the same fields a heal reads or keeps). */
-function sameEntry(a: IndexEntry | undefined, b: IndexEntry | undefined): boolean {
-  if (a === b) return true;
-  if (!a || !b) return false;
-  return (
-    a.size === b.size &&
-    a.lastModified === b.lastModified &&
-    a.sha256 === b.sha256 &&
-    a.localMtime === b.localMtime &&
-    Object.keys(a).length === Object.keys(b).length
-  );
 }
