@@ -28,6 +28,8 @@ export interface ParallelListOptions {
   readonly window?: number | (() => number);
   /** Whether listed objects carry their ETags (see `ListOptions.etags`). @default true */
   readonly etags?: boolean;
+  /** List only keys after this one (a full key), as `StartAfter` does: a listing resumed. @default from the start */
+  readonly startAfter?: string;
 }
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
@@ -63,6 +65,7 @@ class ParallelListing {
     private readonly pageSize: number,
     private readonly window: () => number,
     private readonly etags: boolean,
+    private readonly startAfter: string | undefined,
   ) {
     this.slots = new Slots(concurrency);
     this.target = concurrency;
@@ -70,7 +73,7 @@ class ParallelListing {
 
   async *pages(): AsyncGenerator<ListPage> {
     // No reference to the first slice is kept: slices link to the next, and a listing read is let go.
-    let slice: Slice | undefined = this.slice(undefined, [{ prefix: this.base }]);
+    let slice: Slice | undefined = this.slice(this.startAfter, [{ prefix: this.base }]);
     this.track(this.split(slice));
     try {
       for (; slice; slice = slice.next) {
@@ -378,5 +381,5 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
     throw new ConfigError(`The listing window must be a whole number of at least 1, got ${given}`);
   const window = typeof given === 'number' ? () => given : given;
   const etags = options.etags ?? true;
-  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window, etags).pages();
+  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window, etags, options.startAfter).pages();
 }

@@ -233,6 +233,17 @@ describe('parallelLister against an in-memory S3', () => {
     });
   }
 
+  it('lists only the keys after startAfter, once each and in order, for a listing resumed', async () => {
+    for (const [name, layout] of Object.entries(layouts)) {
+      const { store } = memoryStore(layout());
+      const expected = await keysOf(sequentialLister(store, 'root/'));
+      for (const at of [0, Math.floor(expected.length / 3), expected.length - 1]) {
+        const listed = await keysOf(parallelLister({ concurrency: 8, pageSize: 7, startAfter: expected[at] })(store, 'root/'));
+        expect({ name, at, listed }).toEqual({ name, at, listed: expected.slice(at + 1) });
+      }
+    }
+  });
+
   it('lists a bucket without prefix, where keys sort below and above the folders', async () => {
     const keys = [...layouts['boundary keys'](), ...BOUNDARY_KEYS, '!first', '\u{10ffff}last'];
     const { store } = memoryStore(keys);
@@ -398,5 +409,19 @@ describe('parallelLister window', () => {
     // Of the root's 400 pages: a window and what slices read past their ends, where without it nearly all.
     expect(maxAheadPages).toBeLessThan(100);
     expect(unbounded.maxAheadPages).toBeGreaterThan(200);
+  });
+
+  it('keeps a windowed listing parallel for a consumer that keeps up: its requests follow one another no deeper than without a window', async () => {
+    const all: string[] = [];
+    for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
+    const depthOf = async (window: number): Promise<number> => {
+      const { store, counts } = memoryStore(all, { latencyMs: 1 });
+      expect(await keysOf(parallelLister({ concurrency: 8, pageSize: 10, window })(store, 'root/'))).toEqual([...all].sort(compareKeys));
+      return counts.depth;
+    };
+    const unbounded = await depthOf(100_000);
+    const windowed = await depthOf(16);
+    // Of the root's 400 pages, one after another would be 400 deep.
+    expect(windowed).toBeLessThan(Math.max(2 * unbounded, 100));
   });
 });
