@@ -4,62 +4,21 @@
  * listing is complete: a partial listing is never published as a complete index.
  */
 import { mapLimit } from './concurrency';
-import { type HealOptions, type HealReport, healRoot } from './heal';
+import { healRoot } from './heal';
+import type { RepairProgress, ResumableRepairOptions, ResumableRepairResult } from './repair-types';
 import type { IndexEntry, ListedObject } from './index-file';
 import { readLiveIndex } from './layouts/read';
+import { shardBaseFor } from './layouts/shard-chunk';
 import { baseIndexOf } from './layouts/types';
 import { type Lister, listScopes } from './list';
 import { isoTime } from './list-xml';
 import { MemoryGuard, memoryBudget } from './memory';
 import { checkNamespaceName, repairPartsDir, repairProgressKey, rootBase } from './names';
+import { repairByPartitions } from './repair-partitions';
 import type { ListPage, S3Store } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
-/** The saved state of an unfinished listing. */
-export interface RepairProgress {
-  readonly version: 1;
-  /** When the listing began, in its first invocation. */
-  readonly startedAt: string;
-  /** The last key listed (full object key): the listing resumes after it. */
-  readonly lastKey: string;
-  readonly objectsListed: number;
-  readonly invocations: number;
-  /** Full keys of the saved parts, in listing order. */
-  readonly parts: string[];
-  readonly updatedAt: string;
-}
-
-/** How to run a resumable repair; the heal options apply once the listing is complete. */
-export interface ResumableRepairOptions extends Omit<HealOptions, 'listing' | 'lister'> {
-  /** Milliseconds left in this invocation (e.g. `context.getRemainingTimeInMillis`). */
-  readonly remainingMs: () => number;
-  /** Stop listing once fewer milliseconds than this remain; at least one page is listed per run. @default 60000 */
-  readonly reserveMs?: number;
-  /** Saved progress older than this is dropped and the listing starts over. @default 86400000 (a day) */
-  readonly maxProgressAgeMs?: number;
-  /** Keys per ListObjectsV2 page. @default 1000 */
-  readonly pageSize?: number;
-}
-
-/** What one run of a resumable repair did. */
-export type ResumableRepairResult =
-  | {
-      readonly status: 'complete';
-      readonly report: HealReport;
-      /** Runs the listing took, this one included. */
-      readonly invocations: number;
-      /** Objects listed in earlier runs whose drift was confirmed with HeadObject before healing. */
-      readonly confirmed: number;
-    }
-  | {
-      readonly status: 'incomplete';
-      /** Where progress was saved; undefined for `check`, which saves nothing. */
-      readonly progressKey?: string;
-      readonly objectsListed: number;
-      readonly lastKey: string;
-      readonly invocations: number;
-      readonly listingMs: number;
-    };
+export type { RepairProgress, ResumableRepairOptions, ResumableRepairResult } from './repair-types';
 
 type Listed = ListPage['objects'][number];
 type PartRow = [key: string, size: number, lastModified: string, etag: string];
@@ -135,6 +94,12 @@ export async function repairResumable(
   const saving = options.mode === 'repair';
   const progressKey = repairProgressKey(root, options.namespace);
   let progress = saving ? await loadRepairProgress(store, progressKey, options.maxProgressAgeMs) : undefined;
+  // A whole shard-first scope is healed by partitions across runs; one that stopped being so starts over.
+  if (!progress || progress.byPartitions) {
+    const shards = await shardBaseFor(store, options.namespace ? { root, namespace: options.namespace } : { root });
+    if (shards) return repairByPartitions(store, root, options, shards, progress);
+    progress = undefined;
+  }
   let earlier: Listed[] = [];
   if (progress) {
     const loaded = await loadParts(store, progress.parts);

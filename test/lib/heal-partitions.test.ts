@@ -5,6 +5,7 @@
  * between two chunks converges.
  */
 import { type IndexEntry, type Lister, type ShardMeta, healRoot, parallelLister, partitionOf } from '../../lambda/lib/internal';
+import { type ResumableRepairResult, repairResumable } from '../../lambda/lib/repair';
 import { indexEntry, isoAgo, shardJson, shardMeta } from '../helpers/factories';
 import {
   type KeySize,
@@ -197,6 +198,50 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     ]);
     // The root's partitions hold the root's objects alone.
     expect(await partitionsNow(store)).toEqual(truth());
+  });
+
+  it('a resumable repair heals by partitions across runs, each listing on from where the last stopped, to what one heal makes', async () => {
+    const { store, root, meta } = await shardFirstRoot();
+    await putObjects(store, {
+      [`${BASE}team/.namespace.json`]: JSON.stringify({ namespace: 'team', repoId: 'r', registeredAt: isoAgo(0) }),
+      [`${BASE}team/files/n.txt`]: 'namespaced',
+      [`${BASE}team/files/o.txt`]: 'namespaced too',
+    });
+    const reader = connectStore(store.bucket);
+
+    // Time runs short after every page: each run lists one page of two keys.
+    const runs: ResumableRepairResult[] = [];
+    const seqs: number[] = [];
+    for (let i = 0; i < 40 && runs.at(-1)?.status !== 'complete'; i++) {
+      runs.push(await repairResumable(connectStore(store.bucket), root, { mode: 'repair', remainingMs: () => 0, pageSize: 2 }));
+      seqs.push((await readJson<ShardMeta>(reader, `${BASE}_index/_meta.json`))!.commitSeq);
+    }
+
+    const last = runs.at(-1)!;
+    expect(last.status).toBe('complete');
+    expect(runs.length).toBeGreaterThan(10);
+    expect(last.invocations).toBe(runs.length);
+    // Partitions were committed by the runs that passed them, not all by the last.
+    expect(seqs.slice(0, -1).some((seq) => seq > meta.commitSeq)).toBe(true);
+    expect(await partitionsNow(store)).toEqual(truth());
+    if (last.status !== 'complete') throw new Error('unreachable');
+    const [own, team] = last.report.scopes;
+    expect(own).toMatchObject({
+      layout: 'shard-first',
+      drift: { missing: 9, stale: 3, resized: 1 },
+      driftKeys: EXPECTED_DRIFT,
+      unshardable: 1,
+      refused: 1,
+    });
+    expect(own.objects).toBe(Object.keys(OBJECTS).length - 1);
+    expect(team).toMatchObject({ namespace: 'team', drift: { missing: 2, stale: 0, resized: 0 }, published: true });
+    expect([...(await readIndex(store, `${BASE}team/.datastore-index.json`))!.entries.keys()].sort()).toEqual([
+      'files/n.txt',
+      'files/o.txt',
+    ]);
+    const ab = await readIndex(store, `${BASE}_index/data--a--b.json`);
+    expect(ab!.entries.get('data/a/b/c')).toMatchObject({ sha256: 'sha-data/a/b/c', note: 'unknown field' });
+    expect(await listKeys(store, `${BASE}_control/`)).toEqual([]);
   });
 
   it('commits partitions before the listing has ended', async () => {
