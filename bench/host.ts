@@ -22,8 +22,10 @@ export async function forkHost<Ask extends { readonly op: string }>(
   script: string,
   args: string[],
   label: string,
+  /** Node flags beyond loading tsx (a larger heap for a model of millions of keys). */
+  nodeFlags: readonly string[] = [],
 ): Promise<HostProcess<Ask>> {
-  const child = fork(script, args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(script, args, { execArgv: ['--import', 'tsx', ...nodeFlags], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   let nextId = 1;
   let exited = false;

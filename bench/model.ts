@@ -26,8 +26,9 @@ export interface ModelProcess {
 }
 
 /** Forks `model-host.ts` (through tsx) and resolves once its server listens on 127.0.0.1. */
-export async function startModelProcess(latencyMs: number): Promise<ModelProcess> {
-  const host = await forkHost<WithoutId<HostRequest>>(join(__dirname, 'model-host.ts'), [String(latencyMs)], 's3-model');
+export async function startModelProcess(latencyMs: number, options: { readonly heapMb?: number } = {}): Promise<ModelProcess> {
+  const flags = options.heapMb ? [`--max-old-space-size=${options.heapMb}`] : [];
+  const host = await forkHost<WithoutId<HostRequest>>(join(__dirname, 'model-host.ts'), [String(latencyMs)], 's3-model', flags);
   return {
     endpoint: host.endpoint,
     latencyMs,

@@ -14,6 +14,7 @@ import {
   healRoot,
   isInternalKey,
   manifestKeyOf,
+  parallelLister,
   parseIndex,
   partitionKeyOf,
   partitionOf,
@@ -142,9 +143,11 @@ export async function makeShardFirst(target: Target): Promise<void> {
 }
 
 /**
- * Reads every partition file the manifest lists and lists the root: `partitionsEqualListing` is 1 when
- * each listed object with a partition has an entry of its size in its partition file and no file holds
- * anything else, else 0; `partitionFiles` and `entriesChecked` say how much was compared.
+ * Lists the root (in parallel) against every partition file the manifest lists: `partitionsEqualListing` is
+ * 1 when each listed object with a partition has an entry of its size in its partition file and no file
+ * holds anything else, else 0; `partitionFiles` and `entriesChecked` say how much was compared. A file is
+ * read when the listing first reaches its partition and let go once the listing has matched all of it, so
+ * a root of any size is checked in the memory of its open partitions.
  */
 export async function partitionsEqualListing(target: Target): Promise<Record<string, number>> {
   const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
@@ -152,23 +155,35 @@ export async function partitionsEqualListing(target: Target): Promise<Record<str
   const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
   try {
     const meta = JSON.parse((await store.get(manifestKeyOf({ root })))!.body.toString('utf8')) as { partitions: string[] };
-    const indexed = new Map<string, number>();
+    const listed = new Set(meta.partitions);
+    const open = new Map<string, Map<string, number>>();
     let mismatches = 0;
-    for (const partition of meta.partitions) {
+    let entriesChecked = 0;
+    const read = async (partition: string): Promise<Map<string, number>> => {
+      const sizes = new Map<string, number>();
       const parsed = parseIndex((await store.get(partitionKeyOf({ root }, partition)))?.body ?? '');
       if (!parsed.ok) mismatches++;
-      else for (const [key, entry] of parsed.index.entries) partitionOf(key) === partition ? indexed.set(key, entry.size) : mismatches++;
-    }
-    const entriesChecked = indexed.size;
-    for await (const page of store.listPages({ prefix: base })) {
+      else for (const [key, entry] of parsed.index.entries) partitionOf(key) === partition ? sizes.set(key, entry.size) : mismatches++;
+      entriesChecked += sizes.size;
+      return sizes;
+    };
+    for await (const page of parallelLister({ etags: false })(store, base)) {
       for (const object of page.objects) {
         const rel = object.key.slice(base.length);
-        if (isInternalKey(rel) || partitionOf(rel) === undefined) continue;
-        if (indexed.get(rel) !== object.size) mismatches++;
-        indexed.delete(rel);
+        const partition = isInternalKey(rel) ? undefined : partitionOf(rel);
+        if (partition === undefined) continue;
+        let sizes = open.get(partition);
+        if (!sizes) {
+          sizes = listed.delete(partition) ? await read(partition) : new Map();
+          open.set(partition, sizes);
+        }
+        if (sizes.get(rel) !== object.size) mismatches++;
+        sizes.delete(rel);
       }
     }
-    mismatches += indexed.size;
+    for (const sizes of open.values()) mismatches += sizes.size;
+    // Files of partitions the listing never reached must hold nothing.
+    for (const partition of listed) mismatches += (await read(partition)).size;
     return { partitionsEqualListing: mismatches === 0 ? 1 : 0, partitionFiles: meta.partitions.length, entriesChecked };
   } finally {
     store.client.destroy();

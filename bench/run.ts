@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { parallelLister, sequentialLister } from '../lambda/lib/internal';
 import { freshnessBench } from './freshness';
 import { type LoadReading, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
+import { type Heal10M, heal10M } from './heal-10m';
 import { type HealMemory, healMemory } from './heal-memory';
 import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';
@@ -28,6 +29,7 @@ import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneL
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
                        [--hydrate-objects N] [--busy-cores N] [--heal-memory-only]
+                       [--heal-10m-entries N] [--heal-10m-remaining-s S] [--heal-10m-only]
                        [--quick] [--json]`;
 
 interface Options {
@@ -48,6 +50,12 @@ interface Options {
   readonly busyCores: number;
   /** Only the peak-RSS heals of a `healEntries`-object root, monolith and shard-first. */
   readonly healMemoryOnly: boolean;
+  /** Objects of the shard-first root healed on the handler's own path across invocations (bench/heal-10m.ts); 0 skips it. */
+  readonly heal10mEntries: number;
+  /** The remaining time each of those invocations starts with. */
+  readonly heal10mRemainingS: number;
+  /** Only that row. */
+  readonly heal10mOnly: boolean;
   readonly json: boolean;
   readonly quick: boolean;
 }
@@ -68,6 +76,9 @@ function options(): Options {
       'no-moto': { type: 'boolean' },
       'no-rclone': { type: 'boolean' },
       'heal-memory-only': { type: 'boolean' },
+      'heal-10m-entries': { type: 'string' },
+      'heal-10m-remaining-s': { type: 'string' },
+      'heal-10m-only': { type: 'boolean' },
       quick: { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean' },
@@ -99,6 +110,9 @@ function options(): Options {
     rclone: !values['no-rclone'],
     busyCores: int('busy-cores', 0, 0),
     healMemoryOnly: values['heal-memory-only'] ?? false,
+    heal10mEntries: int('heal-10m-entries', quick ? 0 : 10_000_000, 0),
+    heal10mRemainingS: int('heal-10m-remaining-s', 120),
+    heal10mOnly: values['heal-10m-only'] ?? false,
     json: values.json ?? false,
     quick,
   };
@@ -169,6 +183,7 @@ async function main(): Promise<void> {
   delete process.env.AWS_PROFILE;
   const loadBefore = loadavg()[0];
   if (o.healMemoryOnly) return healMemoryOnly(o, loadBefore);
+  if (o.heal10mOnly) return heal10MOnly(o, loadBefore);
   startBusyCores(o.busyCores);
   try {
     await measureAll(o, loadBefore);
@@ -229,6 +244,8 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       await model2.stop();
     }
   }
+
+  const large = o.heal10mEntries > 0 ? await heal10MRow(o) : undefined;
 
   let moto: Record<string, Timing[]> | undefined;
   if (o.motoObjects > 0) {
@@ -399,6 +416,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       healPeakRssMb: fullHeal ? fullHeal.peakRssMb : null,
       healSeconds: fullHeal ? fullHeal.seconds : null,
       ...(memory?.json ?? { healPeakRssMb1MMonolith: null, healPeakRssMb1MShardFirst: null }),
+      heal10MShardFirst: large ?? null,
       moto: moto
         ? {
             objects: o.motoObjects,
@@ -417,6 +435,34 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
     };
     process.stdout.write(`${JSON.stringify(result)}\n`);
   }
+}
+
+/** The ten-million-object shard-first heal on the handler's path, on a model of its own (with the heap so many keys need). */
+async function heal10MRow(o: Options): Promise<Heal10M> {
+  log(
+    `s3-model: an unindexed shard-first root of ${o.heal10mEntries} objects healed by the bundled handler, ${o.heal10mRemainingS} s per invocation`,
+  );
+  const model = await startModelProcess(o.latencyMs, { heapMb: 16_384 });
+  try {
+    const row = await heal10M(model, { entries: o.heal10mEntries, remainingMs: o.heal10mRemainingS * 1000, memoryMb: 1024, log });
+    log(
+      `heal of an unindexed ${row.objects}-object shard-first root by the handler: ${row.invocations} invocations, ` +
+        `${row.seconds.toFixed(0)} s, peak RSS ${row.peakRssMb.toFixed(0)} MiB (largest of one invocation), ${row.requests} requests, ` +
+        `partition files ${row.partitionsEqualListing === 1 ? 'equal to' : 'NOT equal to'} the listing`,
+    );
+    return row;
+  } finally {
+    await model.stop();
+  }
+}
+
+/** `--heal-10m-only`: that row alone, as JSON with `--json`. */
+async function heal10MOnly(o: Options, loadBefore: number): Promise<void> {
+  const row = await heal10MRow(o);
+  const header = `S3 model, ${o.latencyMs} ms per request; ${cpus().length} CPUs, load ${loadBefore.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; node ${process.version}`;
+  process.stdout.write(`${header}\n`);
+  if (o.json)
+    process.stdout.write(`${JSON.stringify({ heal10MShardFirst: row, cpus: cpus().length, loadAverage: [loadBefore, loadavg()[0]] })}\n`);
 }
 
 /** `--heal-memory-only`: the peak-RSS heals alone, monolith and shard-first, on the model at `--latency-ms`. */

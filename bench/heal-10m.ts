@@ -1,0 +1,155 @@
+/**
+ * The heal of a very large unindexed shard-first root on the Lambda's own path: the bundled handler is
+ * invoked by a schedule event, then by each continuation it queues, as the stack's rule and queue invoke
+ * it. Each invocation runs in a fresh process with the function's memory (its `AWS_LAMBDA_FUNCTION_MEMORY_SIZE`
+ * and a V8 heap to match) and a remaining-time clock short enough that the heal must continue; its peak RSS
+ * is its own. At the end every partition file is checked against a listing of the root.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { CreateQueueCommand, DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { LAMBDA_BUNDLE, sqsRecordFromMessage } from '../support/event-source';
+import type { ModelProcess } from './model';
+import { makeShardFirst, partitionsEqualListing } from './rows';
+import { startSqsModel } from './sqs-model';
+
+/** What the row measured; `heal10MShardFirst` in `npm run bench -- --json`. */
+export interface Heal10M {
+  readonly invocations: number;
+  readonly seconds: number;
+  /** The largest peak RSS of one invocation, and each one's. */
+  readonly peakRssMb: number;
+  readonly peakRssMbEach: number[];
+  readonly requests: number;
+  readonly partitionsEqualListing: number;
+  readonly objects: number;
+  readonly remainingMs: number;
+  readonly memoryMb: number;
+}
+
+/** What one invocation printed last: the handler's result and its process's peak RSS. */
+interface Invocation {
+  readonly result: unknown;
+  readonly peakRssMb: number;
+  readonly seconds: number;
+}
+
+/** The V8 old space given to a function of `memoryMb`: most of it, as Lambda's Node runtime leaves some for the rest. */
+const heapFor = (memoryMb: number): number => Math.floor(memoryMb * 0.85);
+
+function invokeOnce(env: NodeJS.ProcessEnv, event: unknown, timeoutMs: number, memoryMb: number): Promise<Invocation> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [`--max-old-space-size=${heapFor(memoryMb)}`, join(__dirname, 'invoke-once.js')], {
+      env: { ...env, LAMBDA_BUNDLE, INVOKE_EVENT: JSON.stringify(event), INVOKE_TIMEOUT_MS: String(timeoutMs) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let errTail = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out = (out + chunk.toString()).slice(-20_000);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      errTail = (errTail + chunk.toString()).slice(-4000);
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const last = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !last.startsWith('{"result"')) reject(new Error(`an invocation failed (exit ${code}): ${errTail.trim() || last}`));
+      else resolve(JSON.parse(last) as Invocation);
+    });
+  });
+}
+
+/** The schedule's event, as EventBridge sends it. */
+function scheduleEvent(): Record<string, unknown> {
+  return {
+    version: '0',
+    id: 'bench-schedule',
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: '123456789012',
+    time: new Date().toISOString(),
+    region: 'us-east-1',
+    resources: ['arn:aws:events:us-east-1:123456789012:rule/datastore-indexer-drift-repair'],
+    detail: {},
+  };
+}
+
+/**
+ * Seeds `entries` objects under `prefix` of the bucket `bench-10m`, makes the root shard-first (an empty
+ * version-2 manifest), then runs the handler until it queues no continuation.
+ */
+export async function heal10M(
+  model: ModelProcess,
+  options: { readonly entries: number; readonly remainingMs: number; readonly memoryMb: number; readonly log: (text: string) => void },
+): Promise<Heal10M> {
+  const { entries, remainingMs, memoryMb, log } = options;
+  const bucket = 'bench-10m';
+  const prefix = 'root';
+  await model.seed(bucket, { count: entries, prefix, layout: 'swamp' });
+  const target = { endpoint: model.endpoint, bucket, prefix };
+  await makeShardFirst(target);
+  const sqsModel = await startSqsModel();
+  const sqs = new SQSClient({
+    endpoint: sqsModel.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'bench', secretAccessKey: 'bench' },
+  });
+  try {
+    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'datastore-indexer-bench' }))).QueueUrl!;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATASTORE_BUCKET: bucket,
+      DATASTORE_PREFIXES: prefix,
+      DATASTORE_QUEUE_URL: queueUrl,
+      DATASTORE_FORCE_PATH_STYLE: 'true',
+      AWS_ENDPOINT_URL_S3: model.endpoint,
+      AWS_ENDPOINT_URL_SQS: sqsModel.endpoint,
+      AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(memoryMb),
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: 'bench',
+      AWS_SECRET_ACCESS_KEY: 'bench',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    };
+    await model.reset();
+    const started = performance.now();
+    const peaks: number[] = [];
+    let event: unknown = scheduleEvent();
+    for (;;) {
+      const run = await invokeOnce(env, event, remainingMs, memoryMb);
+      peaks.push(run.peakRssMb);
+      log(`  invocation ${peaks.length}: ${run.seconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MiB`);
+      const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, AttributeNames: ['All'] }));
+      const messages: Message[] = received.Messages ?? [];
+      if (messages.length === 0) break;
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+        }),
+      );
+      event = { Records: messages.map((m) => sqsRecordFromMessage(m, 'arn:aws:sqs:us-east-1:123456789012:datastore-indexer-bench')) };
+    }
+    const seconds = (performance.now() - started) / 1000;
+    const counts = await model.counts();
+    const requests = Object.values(counts).reduce((sum, n) => sum + n, 0);
+    log(`  checking every partition file against a listing of the root`);
+    const checked = await partitionsEqualListing(target);
+    return {
+      invocations: peaks.length,
+      seconds,
+      peakRssMb: Math.max(...peaks),
+      peakRssMbEach: peaks,
+      requests,
+      partitionsEqualListing: checked.partitionsEqualListing,
+      objects: entries,
+      remainingMs,
+      memoryMb,
+    };
+  } finally {
+    sqs.destroy();
+    await sqsModel.stop();
+  }
+}
