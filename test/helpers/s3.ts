@@ -27,23 +27,15 @@ import {
   type S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import {
-  type DatastoreIndex,
-  type DatastoreRoot,
-  type IndexEntry,
-  type IndexScope,
-  type S3Settings,
-  type ShardMeta,
-  S3Store,
-  INDEX_KEY,
-  SHARD_DIR,
-  SHARD_META_KEY,
-  createS3Client,
-  mapLimit,
-  parseIndex,
-  partitionOf,
-  scopeBase,
-} from '../../lambda/lib/internal';
+import { type DatastoreIndex, type IndexEntry, parseIndex } from '../../lambda/lib/index-file';
+import type { DatastoreRoot, IndexScope } from '../../lambda/lib/scope';
+import type { S3Settings } from '../../lambda/lib/config';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { S3Store } from '../../lambda/lib/s3';
+import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, scopeBase } from '../../lambda/lib/names';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { mapLimit } from '../../lambda/lib/concurrency';
+import { partitionOf } from '../../lambda/lib/keys';
 import { indexJson, namespaceMarker, shardJson } from './factories';
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
  * The bundled handler's re-check of a burst in one folder: one ListObjectsV2 instead of a HeadObject per
  * key, with what a push erased, an object deleted and one rewritten since the delta all made true.
  */
-import { INDEX_KEY } from '../../lambda/lib/internal';
+import { INDEX_KEY } from '../../lambda/lib/names';
 import { type CountingProxy, handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom, startCountingProxy } from '../helpers/lambda';
 import { deleteObject, putObject, putObjects, readObject, testEndpoint } from '../helpers/s3';
 import { expectedFromListing, indexOf, indexedRoot } from './support';

@@ -2,7 +2,7 @@
  * The bundled handler on SQS batches: real S3 notifications that moto delivers to SQS, EventBridge-shaped
  * events, the handler's own re-check messages, partial batch failures.
  */
-import { INDEX_KEY, LOCK_KEY } from '../../lambda/lib/internal';
+import { INDEX_KEY, LOCK_KEY } from '../../lambda/lib/names';
 import { lockBody, s3Event, s3EventRecord } from '../helpers/factories';
 import {
   type CountingProxy,

@@ -3,15 +3,12 @@
  * (a version-1 manifest stays version 1, no manifest stays none), keeps that layout's truth equal to the
  * listing, the dual-write mirror equal to the monolith, and commitSeq moving whenever a shard changed.
  */
-import {
-  type MirrorMeta,
-  type S3Store,
-  type ShardMeta,
-  applyDelta,
-  healRoot,
-  partitionOf,
-  publishRecordKey,
-} from '../../lambda/lib/internal';
+import type { MirrorMeta, ShardMeta } from '../../lambda/lib/layouts/manifest';
+import type { S3Store } from '../../lambda/lib/s3';
+import { applyDelta } from '../../lambda/lib/delta';
+import { healRoot } from '../../lambda/lib/heal';
+import { partitionOf } from '../../lambda/lib/keys';
+import { publishRecordKey } from '../../lambda/lib/names';
 import { monolithOnlyPush } from '../helpers/dual-write';
 import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
 import {
