@@ -13,6 +13,7 @@ import { monolithOnlyPush } from '../helpers/dual-write';
 import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
 import {
   type KeySize,
+  agedStore,
   connectStore,
   deleteObject,
   groupSummaries,
@@ -31,7 +32,6 @@ import {
   summarize,
   testStore,
 } from '../helpers/s3';
-import { sleep } from '../../support/sleep';
 
 /** Data a client pushed: a few models over several partitions. */
 const CLIENT_OBJECTS: Record<string, string> = {
@@ -358,17 +358,19 @@ describe('a shard-first root', () => {
 
   it('notices a shard a client wrote after the manifest (it died before bumping commitSeq)', async () => {
     const { store, root } = await shardFirstRoot('cl/');
-    await sleep(1100); // LastModified has whole seconds
+    // The layout as first written reads a second older: LastModified has whole seconds, and no test waits for the next.
+    const first = new Set((await listObjects(store, 'cl/_index/')).map((o) => o.etag));
     await putObject(store, 'cl/logs/run-2.log', 'two');
     await putShardLayout(store, 'cl/', [indexEntry('logs/run-1.log', { size: 7 }), indexEntry('logs/run-2.log', { size: 3 })]);
+    const reader = () => agedStore(store.bucket, first, 1000);
 
-    const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
+    const check = await healRoot(reader(), root, { mode: 'check' });
     expect(check.scopes[0]).toMatchObject({
       indexState: 'valid',
       drift: { missing: 0, stale: 0, resized: 0 },
       pending: 'shard logs is newer than the manifest',
     });
-    await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
+    await healRoot(reader(), root, { mode: 'repair' });
 
     expect((await readJson<ShardMeta>(store, 'cl/_index/_meta.json'))!.commitSeq).toBe(6);
   });
