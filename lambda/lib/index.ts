@@ -1,7 +1,7 @@
 /**
  * The indexing library, as the package exports it: what a program needs to check, repair and hydrate a
  * swamp S3 datastore. Applying S3 object events is the `s3-datastore-indexer/events` entry
- * (`./event-api`); everything else in this folder is internal (the project imports it from `./internal`).
+ * (`./event-api`); everything else in this folder is internal (the project imports each module directly).
  *
  * @example
  * const config = resolveDatastoreConfig('{"bucket":"b","prefix":"swamp"}');
@@ -20,6 +20,7 @@ export {
   ConfigError,
   CredentialsError,
   EmptyDatastoreError,
+  HeldScopeError,
   IndexTooLargeError,
   IndexerError,
   LockBusyError,

@@ -6,6 +6,10 @@
 import type { MirrorMeta, ShardMeta } from '../../lambda/lib/layouts/manifest';
 import type { S3Store } from '../../lambda/lib/s3';
 import { applyDelta } from '../../lambda/lib/delta';
+import { HeldScopeError } from '../../lambda/lib/errors';
+import { emptyIndex } from '../../lambda/lib/index-file';
+import { readLiveIndex } from '../../lambda/lib/layouts/read';
+import { writeIndex } from '../../lambda/lib/layouts/write';
 import { healRoot } from '../../lambda/lib/heal';
 import { partitionOf } from '../../lambda/lib/keys';
 import { publishRecordKey } from '../../lambda/lib/names';
@@ -403,6 +407,20 @@ describe('an unparsable _meta.json', () => {
     // every later run meets it again: still one copy of that version
     await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
     expect(await listKeys(store, 'um/_control/')).toEqual([report.scopes[0].keptCopy]);
+  });
+
+  it('is refused by a direct write of its index, typed and with nothing written', async () => {
+    const store = await testStore();
+    await putObject(store, 'uw/_index/_meta.json', '<html>oops</html>');
+    const scope = { root: { bucket: store.bucket, prefix: 'uw' } };
+    const live = await readLiveIndex(connectStore(store.bucket), scope);
+    const before = await snapshotBucket(store);
+
+    const error = await writeIndex(connectStore(store.bucket), scope, live, emptyIndex(), true).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(HeldScopeError);
+    expect(error).toMatchObject({ name: 'HeldScopeError', scope: `s3://${store.bucket}/uw`, hint: expect.stringMatching(/^Run check/) });
+    expect(await snapshotBucket(store)).toEqual(before);
   });
 
   it('is rebuilt at version 1 from the monolith when it says version 1', async () => {
