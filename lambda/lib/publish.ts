@@ -6,12 +6,12 @@ import { readLiveIndex } from './layouts/read';
 import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
 import { type LockOptions, type DatastoreLock, withLock } from './lock';
-import type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome } from './publish-types';
+import type { Plan, Planner, PublishEvent, PublishOutcome, PublishRunOptions } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
 
-export type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome } from './publish-types';
+export type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome, PublishRunOptions } from './publish-types';
 
 /** A plan and the version of the index it was made for: re-read unchanged under the lock, it stands. */
 interface Planned<F> {
@@ -84,7 +84,7 @@ class Publication<F> {
     private readonly store: S3Store,
     private readonly scope: IndexScope,
     private readonly planner: Planner<F>,
-    private readonly options: PublishOptions,
+    private readonly options: PublishRunOptions,
   ) {
     this.emit = options.onEvent ?? (() => undefined);
     this.lockOptions = {
@@ -296,7 +296,7 @@ export async function publishIndex<F>(
   store: S3Store,
   scope: IndexScope,
   planner: Planner<F>,
-  options: PublishOptions = {},
+  options: PublishRunOptions = {},
 ): Promise<PublishOutcome<F>> {
   const rounds = options.convergeRounds ?? 2;
   const run = new Publication(store, scope, planner, options);
