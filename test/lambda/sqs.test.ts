@@ -343,7 +343,7 @@ describe('convergence with a client push racing the delta', () => {
     const clientRead = (await readObject(store, `r/${INDEX_KEY}`))!;
     await putObject(store, 'r/files/oob.txt', 'out of band');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'r', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'r', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
@@ -378,7 +378,7 @@ describe('convergence with a client push racing the delta', () => {
     await putObject(store, 'c/files/kept.txt', 'kept');
     await putObject(store, 'c/files/erased.txt', 'erased');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
@@ -413,7 +413,7 @@ describe('convergence with a client push racing the delta', () => {
     // The object is deleted, and its delete event handled, before the create event comes (SQS reorders and redelivers).
     await deleteObject(store, 'l/files/gone.txt');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     const removed = (await fx.receive()).filter((m) => m.Body?.includes('gone.txt'));
     expect((await invoke<BatchResponse>(lambda, sqsEventFrom(removed))).result.batchItemFailures).toEqual([]);
@@ -436,7 +436,7 @@ describe('convergence with a client push racing the delta', () => {
     await fx.receive();
     await putObject(store, 'm/files/first.txt', 'first');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     const recheck = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) =>
