@@ -3,7 +3,7 @@
  * request (each attempt) is one deeper than the deepest request that had finished when it was sent. On a
  * store whose every answer takes one fixed latency, a run takes about depth x latency plus its CPU time.
  */
-import type { S3Store } from '../lambda/lib/internal';
+import type { S3Store } from '../lambda/lib/s3';
 
 /** The depth of the requests a store sent so far. */
 export interface DepthMeter {

@@ -6,7 +6,8 @@
  * files), so that freshness can be measured afterwards as the model saw it.
  */
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, isInternalKey, partitionOf } from '../lambda/lib/internal';
+import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY } from '../lambda/lib/names';
+import { isInternalKey, partitionOf } from '../lambda/lib/keys';
 import type { HostReply } from './host';
 import { type ObjectWrite, startS3Model } from '../support/s3-model/server';
 import type { SeedOptions } from '../support/s3-model/seed';

@@ -6,7 +6,8 @@
  *
  *   heal-child.ts <endpoint> <bucket> <prefix> <concurrency> [monolith|shard-first]
  */
-import { PARTITION_WINDOW, parallelLister } from '../lambda/lib/internal';
+import { PARTITION_WINDOW } from '../lambda/lib/heal';
+import { parallelLister } from '../lambda/lib/parallel-list';
 import { heal, makeShardFirst, partitionsEqualListing } from './rows';
 
 async function main(): Promise<void> {

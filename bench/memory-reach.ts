@@ -11,18 +11,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import {
-  type DatastoreRoot,
-  INDEX_KEY,
-  type IndexEntry,
-  S3Store,
-  createS3Client,
-  listScopes,
-  repairResumable,
-  rootBase,
-  sequentialLister,
-  serializeIndex,
-} from '../lambda/lib/internal';
+import type { DatastoreRoot } from '../lambda/lib/scope';
+import { INDEX_KEY, rootBase } from '../lambda/lib/names';
+import { type IndexEntry, serializeIndex } from '../lambda/lib/index-file';
+import { S3Store } from '../lambda/lib/s3';
+import { createS3Client } from '../lambda/lib/s3-client';
+import { listScopes, sequentialLister } from '../lambda/lib/list';
+import { repairResumable } from '../lambda/lib/repair';
 import { startModelProcess } from './model';
 
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'bench', AWS_SECRET_ACCESS_KEY: 'bench', AWS_REGION: 'us-east-1' };

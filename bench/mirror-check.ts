@@ -5,7 +5,11 @@
  *   npx tsx bench/mirror-check.ts [--entries 100000] [--latency-ms 0] [--json]
  */
 import { parseArgs } from 'node:util';
-import { S3Store, SHARD_META_KEY, createS3Client, healRoot, parallelLister } from '../lambda/lib/internal';
+import { S3Store } from '../lambda/lib/s3';
+import { SHARD_META_KEY } from '../lambda/lib/names';
+import { createS3Client } from '../lambda/lib/s3-client';
+import { healRoot } from '../lambda/lib/heal';
+import { parallelLister } from '../lambda/lib/parallel-list';
 import { startS3Model } from '../support/s3-model/server';
 
 /** The requests of one check, by operation, and what it found. */

@@ -1,6 +1,7 @@
 /** The sanity row: the same root shape on moto, where every request costs CPU, not waiting. */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { createS3Client, mapLimit } from '../lambda/lib/internal';
+import { createS3Client } from '../lambda/lib/s3-client';
+import { mapLimit } from '../lambda/lib/concurrency';
 import { startMoto } from '../support/moto';
 import { processCpuMs } from './load';
 import { syntheticKey } from './synthetic';

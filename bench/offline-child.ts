@@ -5,18 +5,11 @@
  *   index <entries>            list a synthetic root through listScopes, build its index, serialise it
  *   delta <entries> <events>   fold and apply a delta of S3 events to an index (applyChanges)
  */
-import {
-  type DatastoreIndex,
-  type IndexEntry,
-  type ObjectChange,
-  type S3Store,
-  applyChanges,
-  diffIndex,
-  healIndex,
-  latestChanges,
-  listScopes,
-  serializeIndex,
-} from '../lambda/lib/internal';
+import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../lambda/lib/index-file';
+import { type ObjectChange, applyChanges, latestChanges } from '../lambda/lib/events';
+import type { S3Store } from '../lambda/lib/s3';
+import { diffIndex, healIndex } from '../lambda/lib/drift';
+import { listScopes } from '../lambda/lib/list';
 import { syntheticKey, syntheticLister } from './synthetic';
 
 const mb = (bytes: number): number => bytes / 1048576;

@@ -4,22 +4,15 @@
  */
 import { spawnSync } from 'node:child_process';
 import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import {
-  type DatastoreRoot,
-  type Lister,
-  INDEX_KEY,
-  LOCK_KEY,
-  S3Store,
-  createS3Client,
-  healRoot,
-  isInternalKey,
-  manifestKeyOf,
-  parallelLister,
-  parseIndex,
-  partitionKeyOf,
-  partitionOf,
-  rootBase,
-} from '../lambda/lib/internal';
+import type { DatastoreRoot } from '../lambda/lib/scope';
+import type { Lister } from '../lambda/lib/list';
+import { INDEX_KEY, LOCK_KEY, manifestKeyOf, partitionKeyOf, rootBase } from '../lambda/lib/names';
+import { S3Store } from '../lambda/lib/s3';
+import { createS3Client } from '../lambda/lib/s3-client';
+import { healRoot } from '../lambda/lib/heal';
+import { isInternalKey, partitionOf } from '../lambda/lib/keys';
+import { parseIndex } from '../lambda/lib/index-file';
+import { parallelLister } from '../lambda/lib/parallel-list';
 import { timed } from './child-cpu';
 import { meterDepth } from './depth';
 import type { LoadReading } from './load';

@@ -2,7 +2,8 @@
  * Synthetic listings for the benchmark: pages of objects shaped like a swamp datastore, made on the fly
  * so that measuring the index build measures the library, not the generator.
  */
-import type { Lister, ListPage } from '../lambda/lib/internal';
+import type { Lister } from '../lambda/lib/list';
+import type { ListPage } from '../lambda/lib/s3-types';
 import { isoTime } from '../lambda/lib/list-xml';
 
 const TYPES = ['aws/ec2', 'aws/iam-role', 'aws/s3', 'cloudflare/zone', 'gcp/compute', 'github/repo', 'k8s/deployment', 'k8s/pod'];

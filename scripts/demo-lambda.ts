@@ -5,7 +5,10 @@
  */
 import { join } from 'node:path';
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { type DatastoreRoot, INDEX_KEY, type S3Store, readLiveIndex, scopeBase } from '../lambda/lib/internal';
+import type { DatastoreRoot } from '../lambda/lib/scope';
+import { INDEX_KEY, scopeBase } from '../lambda/lib/names';
+import type { S3Store } from '../lambda/lib/s3';
+import { readLiveIndex } from '../lambda/lib/layouts/read';
 import { notifyQueue } from '../support/notifications';
 
 /** What this step needs of the demo's shared state. */

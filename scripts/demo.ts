@@ -13,7 +13,11 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { type DatastoreRoot, INDEX_KEY, type IndexScope, S3Store, mapLimit, readLiveIndex, scopeBase } from '../lambda/lib/internal';
+import type { DatastoreRoot, IndexScope } from '../lambda/lib/scope';
+import { INDEX_KEY, scopeBase } from '../lambda/lib/names';
+import { S3Store } from '../lambda/lib/s3';
+import { mapLimit } from '../lambda/lib/concurrency';
+import { readLiveIndex } from '../lambda/lib/layouts/read';
 import { type MotoServer, startMoto } from '../support/moto';
 import { lambdaStep } from './demo-lambda';
 

@@ -1,15 +1,10 @@
 /** The handler's configuration, read from the environment once per cold start. */
 import { INDEXER_ENV, TUNING_ENV } from '../env';
-import {
-  ConfigError,
-  type DatastoreRoot,
-  type MemoryBudget,
-  type S3Settings,
-  checkAccountId,
-  memoryBudget,
-  normalizePrefix,
-  segmentProblem,
-} from '../lib/internal';
+import { ConfigError } from '../lib/errors';
+import type { DatastoreRoot } from '../lib/scope';
+import { type MemoryBudget, memoryBudget } from '../lib/memory';
+import { type S3Settings, checkAccountId, normalizePrefix } from '../lib/config';
+import { segmentProblem } from '../lib/names';
 
 /** Everything the handler takes from its environment. */
 export interface HandlerConfig {

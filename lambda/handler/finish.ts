@@ -5,7 +5,7 @@
  * `finishPublish` for the scope: whether the run died or not it arrives, and costs one HeadObject when the
  * record is gone.
  */
-import { type IndexScope, describeScope } from '../lib/internal';
+import { type IndexScope, describeScope } from '../lib/scope';
 import type { SelfQueue } from './messages';
 import { Metric, count, logger } from './observability';
 

@@ -1,14 +1,11 @@
 /** A direct invoke: `{"action": "check" | "repair", "prefix"?, "namespace"?}` answered with the drift report. */
 import type { Context } from 'aws-lambda';
-import {
-  type DatastoreRoot,
-  type DriftCounts,
-  type ScopeReport,
-  describeScope,
-  namespaceExists,
-  normalizePrefix,
-  repairResumable,
-} from '../lib/internal';
+import { type DatastoreRoot, describeScope } from '../lib/scope';
+import type { DriftCounts } from '../lib/drift';
+import type { ScopeReport } from '../lib/heal-types';
+import { namespaceExists } from '../lib/list';
+import { normalizePrefix } from '../lib/config';
+import { repairResumable } from '../lib/repair';
 import { Metric, addHeal, count, logRoot, rootSummary } from './observability';
 import { type Runtime, SAMPLE_KEYS, publishOptions } from './runtime';
 import { isNamespaceListed } from './config';

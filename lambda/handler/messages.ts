@@ -1,6 +1,7 @@
 /** The handler's own queue messages: delayed re-checks of a delta, and continuations of an unfinished repair. */
 import { SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { type IndexScope, describeScope, isInternalKey, isRefusedKey } from '../lib/internal';
+import { type IndexScope, describeScope } from '../lib/scope';
+import { isInternalKey, isRefusedKey } from '../lib/keys';
 import { logger } from './observability';
 
 /** Re-check these keys of a scope: HEAD each and make the index say what S3 says. */

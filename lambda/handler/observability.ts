@@ -10,7 +10,11 @@ import {
   RUNTIME_ENV,
   SERVICE_NAME,
 } from '../env';
-import { type DeltaReport, type HealReport, IndexTooLargeError, type LockOptions, type S3Store } from '../lib/internal';
+import type { DeltaReport } from '../lib/delta';
+import type { HealReport } from '../lib/heal-types';
+import { IndexTooLargeError } from '../lib/errors';
+import type { LockOptions } from '../lib/lock';
+import type { S3Store } from '../lib/s3';
 
 const serviceName = process.env[INDEXER_ENV.serviceName] || SERVICE_NAME;
 

@@ -2,29 +2,16 @@
  * One root's share of an SQS batch: its events folded per scope (the root's own index and each namespace),
  * each scope's delta applied in one write, a full heal where there is no index, re-checks sent for later.
  */
-import {
-  type DatastoreRoot,
-  type IndexScope,
-  type ObjectChange,
-  LockBusyError,
-  NamespaceResolver,
-  applyDelta,
-  describeScope,
-  isInternalKey,
-  latestChanges,
-  liveLockHolder,
-  lockKeyOf,
-  loadRepairProgress,
-  repairProgressKey,
-  namespaceExists,
-  namespaceOfMarker,
-  publishRecordKey,
-  recheckChanges,
-  repairResumable,
-  scopeBase,
-  settleKeyReadings,
-  topFolder,
-} from '../lib/internal';
+import { type DatastoreRoot, type IndexScope, describeScope } from '../lib/scope';
+import { type ObjectChange, latestChanges } from '../lib/events';
+import { LockBusyError } from '../lib/errors';
+import { NamespaceResolver } from '../lib/namespaces';
+import { applyDelta, recheckChanges, settleKeyReadings } from '../lib/delta';
+import { isInternalKey, namespaceOfMarker, topFolder } from '../lib/keys';
+import { liveLockHolder } from '../lib/lock';
+import { lockKeyOf, repairProgressKey, publishRecordKey, scopeBase } from '../lib/names';
+import { loadRepairProgress, repairResumable } from '../lib/repair';
+import { namespaceExists } from '../lib/list';
 import { isNamespaceListed } from './config';
 import {
   type ContinueRepairRequest,

@@ -1,6 +1,7 @@
 /** What a cold start builds once: the checked configuration, the S3 seam and the queue for the handler's own messages. */
 import { SQSClient } from '@aws-sdk/client-sqs';
-import { type PublishOptions, S3Store } from '../lib/internal';
+import type { PublishOptions } from '../lib/publish-types';
+import { S3Store } from '../lib/s3';
 import { type HandlerConfig, parseConfig } from './config';
 import { PublishFinisher } from './finish';
 import { SelfQueue } from './messages';

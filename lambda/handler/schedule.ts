@@ -1,6 +1,7 @@
 /** The scheduled full drift repair: every configured root, its own index and every namespace in it. */
 import type { Context } from 'aws-lambda';
-import { describeScope, repairResumable } from '../lib/internal';
+import { describeScope } from '../lib/scope';
+import { repairResumable } from '../lib/repair';
 import { Metric, addHeal, count, logRoot, logger, requestsSince, rootSummary } from './observability';
 import { type Runtime, publishOptions, SAMPLE_KEYS } from './runtime';
 import { unlistedNamespaces } from './unlisted';

@@ -9,7 +9,10 @@
  */
 import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { type DatastoreRoot, describeScope, namespaceOfMarker, normalizePrefix, parseNotification, placeChange } from '../lib/internal';
+import { type DatastoreRoot, describeScope } from '../lib/scope';
+import { namespaceOfMarker } from '../lib/keys';
+import { normalizePrefix } from '../lib/config';
+import { parseNotification, placeChange } from '../lib/notifications';
 import { ownMessageOf } from './messages';
 import { Metric, count, logRoot, logger, requestsSince, rootSummary } from './observability';
 import { type RootProgress, type RootWork, processRoot, rootWork } from './root-batch';

@@ -1,6 +1,7 @@
 /** Which of the handler's four triggers an event is. */
 import type { ScheduledEvent, SQSEvent } from 'aws-lambda';
-import { IndexerError, checkNamespaceName } from '../lib/internal';
+import { IndexerError } from '../lib/errors';
+import { checkNamespaceName } from '../lib/names';
 
 /** A direct invoke: report drift (`check`, writes nothing) or repair it, for every root or one. */
 export interface InvokeRequest {

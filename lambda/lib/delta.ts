@@ -7,7 +7,7 @@ import { isInternalKey, isRefusedKey, partitionOf } from './keys';
 import type { Layout, LiveIndex } from './layouts/types';
 import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { observeKey, observeKeys } from './observe';
-import { type Plan, type PublishOptions, publishIndex } from './publish';
+import { type Plan, type PublishOptions, type PublishRunOptions, publishIndex } from './publish';
 import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
 
@@ -61,8 +61,8 @@ export interface DeltaReport {
   /** `applied`: the index holds the delta (written, or already true). `no-index`: absent or unreadable, so nothing was written; heal it from a listing. */
   readonly status: 'applied' | 'no-index';
   readonly layout: Layout;
-  /** The index's state as first read. */
-  readonly indexState: LiveIndex['state'];
+  /** The index's state as first read (`LiveIndex.state`, spelled out so the event entry need not export the read's types). */
+  readonly indexState: 'absent' | 'unreadable' | 'valid';
   /** Changes offered (one per key). */
   readonly changes: number;
   readonly added: number;
@@ -113,13 +113,7 @@ export async function applyDelta(
   // The mirror files of the partitions the delta touches are held against the monolith, even when it already holds the delta.
   const { mirrorKeys = typeof changes === 'function' ? [] : changes.keys(), memoryBudget: budget, ...rest } = options;
   const guard = new MemoryGuard(memoryBudget(budget));
-  const publish: PublishOptions = {
-    ...rest,
-    monolithBytes: (bytes) => {
-      guard.indexRead(describeScope(scope), bytes);
-      rest.monolithBytes?.(bytes);
-    },
-  };
+  const publish: PublishRunOptions = { ...rest, monolithBytes: (bytes) => guard.indexRead(describeScope(scope), bytes) };
   const mirrors = new Set([...mirrorKeys].map(partitionOf).filter((p): p is string => p !== undefined));
   const partitions = typeof changes === 'function' && options.mirrorKeys === undefined ? undefined : mirrors;
   const given = typeof changes === 'function' ? undefined : changes;

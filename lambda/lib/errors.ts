@@ -102,6 +102,26 @@ export class IndexTooLargeError extends IndexerError {
   }
 }
 
+/**
+ * A write was asked of a scope whose live index is held (`LiveIndex.hold`: what it is, or which version,
+ * is not known for sure): refused, nothing written. Publishing reports a held scope instead of writing it.
+ */
+export class HeldScopeError extends IndexerError {
+  override name = 'HeldScopeError';
+
+  constructor(
+    /** The root or scope, as `describeScope` says it. */
+    readonly scope: string,
+    /** Why it is held. */
+    readonly reason: string,
+  ) {
+    super(
+      `Refusing to write the index of ${scope}: it is held (${reason}); nothing was written`,
+      'Run check to see what holds it and resolve that first; if check reports nothing held, report this as a bug',
+    );
+  }
+}
+
 /** An answer to ListObjectsV2 that is not an S3 listing (a web page, a proxy's error page). */
 export class NotAListingError extends IndexerError {
   override name = 'NotAListingError';

@@ -23,6 +23,4 @@ export type { LockClock } from './lock-clock';
 export type { HeldLocks, Releasable } from './held-locks';
 export type { PublishEvent, PublishOptions } from './publish';
 export type { MemoryBudget } from './memory';
-export type { KnownIndex, Layout, LiveIndex, LiveLayout, MirrorState, ShardState, UnreadablePart } from './layouts/types';
-export type { MirrorMeta, ShardMeta } from './layouts/manifest';
-export type { MirrorCheck } from './layouts/mirror-check';
+export type { Layout } from './layouts/types';

@@ -149,26 +149,31 @@ function entryJson(key: string, entry: IndexEntry): string {
  * than the bytes themselves. The buffer is sized from an estimate and grown if that falls short.
  */
 export function serializeIndex(index: DatastoreIndex): Buffer {
-  const early = serializedEarly.get(index);
-  if (early) {
-    serializedEarly.delete(index);
-    return early;
-  }
   const lastPulled = index.lastPulled ?? new Date().toISOString();
   return serializeEntries({ version: 1, ...index.extra, lastPulled }, index);
 }
 
-/** Bodies serialised ahead of their write, each taken once by `serializeIndex`. */
-const serializedEarly = new WeakMap<DatastoreIndex, Buffer>();
-
 /**
- * Serialises `index` as soon as the requests sent so far have gone out, so that the CPU it takes overlaps
- * their round trip (the lock taken before its write); `serializeIndex` then returns those bytes.
+ * The bytes of an index made as soon as the requests sent so far have gone out, so that the CPU it takes
+ * overlaps their round trip (the lock taken before its write); `take` returns them, made now if not yet.
  */
-export function serializeSoon(index: DatastoreIndex): void {
-  setImmediate(() => {
-    if (!serializedEarly.has(index)) serializedEarly.set(index, serializeIndex(index));
-  });
+export class EarlyBody {
+  private bytes: Buffer | undefined;
+  private taken = false;
+
+  constructor(readonly index: DatastoreIndex) {
+    setImmediate(() => {
+      if (!this.taken) this.bytes = serializeIndex(index);
+    });
+  }
+
+  /** The index's bytes; those made early are handed out once (a body is written once), then let go. */
+  take(): Buffer {
+    const bytes = this.bytes ?? serializeIndex(this.index);
+    this.taken = true;
+    this.bytes = undefined;
+    return bytes;
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The indexing library, as the package exports it: what a program needs to check, repair and hydrate a
  * swamp S3 datastore. Applying S3 object events is the `s3-datastore-indexer/events` entry
- * (`./event-api`); everything else in this folder is internal (the project imports it from `./internal`).
+ * (`./event-api`); everything else in this folder is internal (the project imports each module directly).
  *
  * @example
  * const config = resolveDatastoreConfig('{"bucket":"b","prefix":"swamp"}');
@@ -20,6 +20,7 @@ export {
   ConfigError,
   CredentialsError,
   EmptyDatastoreError,
+  HeldScopeError,
   IndexTooLargeError,
   IndexerError,
   LockBusyError,
@@ -67,9 +68,8 @@ export { parseIndex } from './parse-index';
 // Check and repair: one listing, every index of the root.
 export { type HealMode, type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 export type { Drift, DriftCounts, ResizedEntry } from './drift';
-export type { KnownIndex, Layout, LiveIndex, LiveLayout, MirrorState, ShardState, UnreadablePart } from './layouts/types';
+export type { Layout, LiveIndex, LiveLayout, MirrorState, ShardState, UnreadablePart } from './layouts/types';
 export type { MirrorMeta, ShardMeta } from './layouts/manifest';
-export type { MirrorCheck } from './layouts/mirror-check';
 export type { MemoryBudget } from './memory';
 export type { PublishEvent, PublishOptions } from './publish';
 export { type LockOptions, releaseHeldLocks } from './lock';

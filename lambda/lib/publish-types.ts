@@ -24,13 +24,25 @@ export type PublishEvent =
   | { readonly event: 'mirror-failed'; readonly key: string; readonly error: string }
   | { readonly event: 'held'; readonly reason: string };
 
-/** How to publish. */
+/** How to publish: the settings a caller of a heal or a delta gives. */
 export interface PublishOptions {
+  /** How the datastore lock is waited for and held (see `LockOptions`). */
   readonly lock?: LockOptions;
   /** Conditional write attempts before giving up. @default 6 */
   readonly maxAttempts?: number;
   /** Re-checks after a write, re-applying what a racing writer erased; 0 stops at the write. @default 2 */
   readonly convergeRounds?: number;
+  /**
+   * Awaited before each write that could leave the scope half done for clients should the process die
+   * (see `WriteOptions.beforeRecord`): the Lambda queues the finish of its own publish here. A throw stops the publish.
+   */
+  readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
+  /** Called with each structured event of the publish (a lost race, a lock wait, a kept copy), e.g. to log it. */
+  readonly onEvent?: (event: PublishEvent) => void;
+}
+
+/** How one publish runs: the caller's settings, and what the heal or delta asking for it already knows. */
+export interface PublishRunOptions extends PublishOptions {
   /** Partition files a listing saw under `_index/`: orphans to adopt on a shard-first scope, mirror files beside a monolith. */
   readonly shardPartitions?: readonly string[];
   /** The live index as read already (e.g. while the scope was listed): the first read, not sent again. */
@@ -39,11 +51,6 @@ export interface PublishOptions {
   readonly mirrors?: MirrorCheck;
   /** On a shard-first scope, read only these partitions (see `ReadOptions.partitions`); after a lost race, every one. */
   readonly partitions?: ReadonlySet<string>;
-  /**
-   * Awaited before each write that could leave the scope half done for clients should the process die
-   * (see `WriteOptions.beforeRecord`): the Lambda queues the finish of its own publish here. A throw stops the publish.
-   */
-  readonly beforeRecord?: (scope: IndexScope, earlierRecord?: boolean) => Promise<void>;
   /** Called with the monolith's size before each read downloads it (see `ReadOptions.monolithBytes`). */
   readonly monolithBytes?: (bytes: number) => void;
   /**
@@ -51,7 +58,6 @@ export interface PublishOptions {
    * after a lost race); a re-check's read is given the index as written.
    */
   readonly read?: (known?: KnownIndex) => Promise<LiveIndex>;
-  readonly onEvent?: (event: PublishEvent) => void;
 }
 
 /** What a publish did. */

@@ -1,17 +1,17 @@
 /** Publishing an index safely: under the datastore lock, with conditional writes, re-checked until it holds. */
 import { sleep } from './concurrency';
 import { ConditionalWritesUnsupportedError, PublishConflictError } from './errors';
-import { type DatastoreIndex, serializeSoon } from './index-file';
+import { type DatastoreIndex, EarlyBody } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
 import { type LockOptions, type DatastoreLock, withLock } from './lock';
-import type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome } from './publish-types';
+import type { Plan, Planner, PublishEvent, PublishOutcome, PublishRunOptions } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
 
-export type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome } from './publish-types';
+export type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome, PublishRunOptions } from './publish-types';
 
 /** A plan and the version of the index it was made for: re-read unchanged under the lock, it stands. */
 interface Planned<F> {
@@ -24,6 +24,8 @@ interface Opening<F> {
   readonly planned: Planned<F>;
   readonly alongside?: Promise<LiveIndex>;
   readonly record?: Promise<boolean>;
+  /** The planned monolith's bytes, made while the lock is taken rather than after it. */
+  readonly body?: EarlyBody;
 }
 
 /** How one attempt under the lock ended. */
@@ -82,7 +84,7 @@ class Publication<F> {
     private readonly store: S3Store,
     private readonly scope: IndexScope,
     private readonly planner: Planner<F>,
-    private readonly options: PublishOptions,
+    private readonly options: PublishRunOptions,
   ) {
     this.emit = options.onEvent ?? (() => undefined);
     this.lockOptions = {
@@ -153,8 +155,6 @@ class Publication<F> {
    */
   async attempt(planned: Planned<F>, readAgain: boolean): Promise<Attempt<F>> {
     const opening = this.opening(planned);
-    // A monolith's bytes are made while the lock is taken, rather than after it.
-    if (planned.plan.index && planned.live.layout !== 'shard-first') serializeSoon(planned.plan.index);
     return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
       for (let attempt = 0; ; attempt++) {
         const tried = await this.tryOnce(lock, attempt === 0 ? opening : undefined, readAgain);
@@ -182,7 +182,9 @@ class Publication<F> {
     const alongside = this.conditional && planned.live.shards?.partial ? Promise.resolve(planned.live) : monolith;
     // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
     const record = planned.live.shards?.recordUnread ? this.askRecord() : undefined;
-    return { planned, alongside, record };
+    const index = planned.plan.index;
+    const body = index && planned.live.layout !== 'shard-first' ? new EarlyBody(index) : undefined;
+    return { planned, alongside, record, body };
   }
 
   /** One read-plan-write under the lock; after a lost race (`conflict`) the caller tries again with no opening. */
@@ -201,7 +203,7 @@ class Publication<F> {
     }
     if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
     await this.keepCopies(live);
-    const written = await this.write(live, current.plan.index);
+    const written = await this.write(live, current.plan.index, opening?.body);
     if (written.status === 'conflict') return written;
     this.writes++;
     return {
@@ -243,11 +245,13 @@ class Publication<F> {
   private async write(
     live: LiveIndex,
     index: DatastoreIndex,
+    body?: EarlyBody,
   ): Promise<{ readonly status: 'written'; readonly known?: KnownIndex } | { readonly status: 'conflict'; readonly key: string }> {
     const beforeRecord = this.options.beforeRecord;
     const options: WriteOptions = {
       beforeRecord: beforeRecord && ((earlier?: boolean) => beforeRecord(this.scope, earlier)),
       ownRecord: this.ownRecord,
+      body,
     };
     let result: IndexWriteResult;
     try {
@@ -292,7 +296,7 @@ export async function publishIndex<F>(
   store: S3Store,
   scope: IndexScope,
   planner: Planner<F>,
-  options: PublishOptions = {},
+  options: PublishRunOptions = {},
 ): Promise<PublishOutcome<F>> {
   const rounds = options.convergeRounds ?? 2;
   const run = new Publication(store, scope, planner, options);

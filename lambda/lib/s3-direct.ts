@@ -248,6 +248,10 @@ export class DirectRequests {
   }
 }
 
+/**
+ * A timeout named as the SDK's own (`TimeoutError`): the retry loop and `translateError` treat both alike,
+ * and it reaches a user only as the `S3UnavailableError` it is translated to.
+ */
 function timeoutError(message: string): Error {
   return Object.assign(new Error(message), { name: 'TimeoutError' });
 }

@@ -165,8 +165,8 @@ export function translateError(err: unknown, operation: string, bucket: string, 
   }
   if (status === undefined) {
     // No answer from S3 and no network failure: a bug or an unexpected runtime error, not an outage.
-    const e = err instanceof Error ? err : new Error(String(err));
-    return new UnexpectedError(`${operation} on ${where}`, { name: e.name, message: e.message }, { cause: err });
+    const original = err instanceof Error ? err : { name: 'Error', message: String(err) };
+    return new UnexpectedError(`${operation} on ${where}`, { name: original.name, message: original.message }, { cause: err });
   }
   return new IndexerError(`S3 ${operation} on ${where} failed: ${code || status} ${detail}`, undefined, { cause: err });
 }

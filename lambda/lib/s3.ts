@@ -8,6 +8,7 @@ import { createS3Client } from './s3-client';
 import { type DirectAnswer, DirectRequests, type RequestObserver } from './s3-direct';
 import { directPage, sdkPage, unquoteEtag } from './s3-pages';
 import type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
+import type { Layout } from './layouts/types';
 
 export type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
 export { unquoteEtag };
@@ -26,6 +27,12 @@ function infoOf(answer: DirectAnswer): ObjectInfo {
 export class S3Store {
   /** HTTP requests sent, by operation (retries count). */
   readonly requests: Record<string, number> = {};
+
+  /**
+   * The layout each scope had when `readLiveIndex` last read it through this store, by manifest key: a hint
+   * that spares a shard-first scope the speculative monolith read, never what decides the layout.
+   */
+  readonly layoutsSeen = new Map<string, Layout>();
 
   /** Listing pages, object streams and HEADs bypass the SDK's middleware when the client allows it (`s3-direct.ts`). */
   private readonly direct: DirectRequests | undefined;

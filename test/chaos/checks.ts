@@ -2,7 +2,9 @@
  * The checks at the quiet end of a chaos run: each layout's truth equals the listing, every manifest and
  * partition file agrees with it, client fields survive, and nothing is left behind (lock, publish intent).
  */
-import { LOCK_KEY, SHARD_META_KEY, type S3Store, isInternalKey, partitionOf } from '../../lambda/lib/internal';
+import { LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
+import type { S3Store } from '../../lambda/lib/s3';
+import { isInternalKey, partitionOf } from '../../lambda/lib/keys';
 import { type ChaosLayout, readTruth } from './clients';
 import { listedPartitions } from './monitor';
 import type { ChaosReport } from './report';

@@ -8,7 +8,9 @@
  * Plus an out-of-band writer that puts, overwrites and deletes odd names without touching any index.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, type S3Store, partitionOf } from '../../lambda/lib/internal';
+import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
+import type { S3Store } from '../../lambda/lib/s3';
+import { partitionOf } from '../../lambda/lib/keys';
 import type { Rng } from './rng';
 import { sleep } from '../../support/sleep';
 import { locklessPush } from '../helpers/lockless';

@@ -1,7 +1,10 @@
 /** The crash-point table of `npm run chaos`: `repair` killed right after each S3 step of a publish, on each layout. */
 import { spawn } from 'node:child_process';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { LOCK_KEY, SHARD_META_KEY, S3Store, createS3Client, isInternalKey } from '../../lambda/lib/internal';
+import { LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
+import { S3Store } from '../../lambda/lib/s3';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { isInternalKey } from '../../lambda/lib/keys';
 import { CHAOS_LAYOUTS, type ChaosLayout, SwampClient, emptyClientStats, readTruth } from './clients';
 import { NO_FAULTS, startFaultProxy } from './fault-proxy';
 import { CRASH_STEPS, type CrashStep, stepOf } from './kills';

@@ -8,7 +8,10 @@
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { INDEX_KEY, S3Store, SHARD_META_KEY, createS3Client, partitionOf, publishRecordKey } from '../../lambda/lib/internal';
+import { INDEX_KEY, SHARD_META_KEY, publishRecordKey } from '../../lambda/lib/names';
+import { S3Store } from '../../lambda/lib/s3';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { partitionOf } from '../../lambda/lib/keys';
 import { LAMBDA_BUNDLE, lambdaWorkers, startEventSource } from '../../support/event-source';
 import { sleep } from '../../support/sleep';
 import { s3Event, s3EventRecord, sqsRecord } from '../helpers/factories';

@@ -1,5 +1,5 @@
 /** Where the indexer is killed: right after the answer to a chosen S3 step of a publish, or after a random time. */
-import { INDEXER_DIR, LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/internal';
+import { INDEXER_DIR, LOCK_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
 import type { FaultProxy, SeenRequest } from './fault-proxy';
 import type { ChaosReport } from './report';
 import type { Rng } from './rng';

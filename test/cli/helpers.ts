@@ -12,9 +12,9 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative, sep } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { testEndpoint } from '../helpers/s3';
 
 const ROOT = join(__dirname, '..', '..');
@@ -37,54 +37,26 @@ function isFresh(): boolean {
   return built.mtimeMs >= Math.max(newestSource(join(ROOT, 'bin')), newestSource(join(ROOT, 'lambda')));
 }
 
-const sleepSync = (ms: number): void => void Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-
 /**
  * Builds dist/cli/cli.js with `node scripts/bundle.mjs` when it is missing or older than the sources
- * (`npm test` bundles first, so this is for `npx jest test/cli`); a lock folder keeps parallel
- * jest workers from building at once.
+ * (`npm test` bundles first, so this is for `npx jest test/cli`). Workers that build at once do no harm:
+ * the bundle script puts each file in place with one rename, so every reader sees one whole bundle.
  */
 export function ensureBuiltCli(): void {
-  if (isFresh()) {
-    snapshot = snapshotBundle();
-    return;
-  }
-  const lock = join(ROOT, 'dist', '.cli-build.lock');
-  mkdirSync(dirname(lock), { recursive: true });
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    try {
-      mkdirSync(lock);
-      break;
-    } catch {
-      const held = statSync(lock, { throwIfNoEntry: false });
-      if (held && Date.now() - held.mtimeMs > 60_000) rmSync(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`${lock} stayed held for 2 minutes`);
-      sleepSync(100);
-    }
-  }
-  try {
-    if (!isFresh()) execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, stdio: 'pipe' });
-    snapshot = snapshotBundle();
-  } finally {
-    rmSync(lock, { recursive: true, force: true });
-  }
+  if (!isFresh()) execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle.mjs')], { cwd: ROOT, stdio: 'pipe' });
+  snapshot = snapshotBundle();
 }
 
 let snapshot: string | undefined;
 
-/** Copies the bundle to a temporary file, retrying when it changed during the copy (someone else bundled). */
+/**
+ * Copies the bundle to a temporary file, so a later bundle does not change it under a test. The copy opens
+ * the file once, and a bundle replaces it with one rename: the copy is one whole version.
+ */
 function snapshotBundle(): string {
   const target = join(tempDir(), 'cli.js');
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const before = statSync(CLI);
-    copyFileSync(CLI, target);
-    const after = statSync(CLI);
-    if (before.mtimeMs === after.mtimeMs && before.size === after.size && statSync(target).size === after.size && after.size > 0)
-      return target;
-    sleepSync(250);
-  }
-  throw new Error(`${CLI} kept changing while it was copied`);
+  copyFileSync(CLI, target);
+  return target;
 }
 
 /** What a run of the command left: its exit code and output. */

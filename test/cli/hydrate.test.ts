@@ -1,7 +1,9 @@
 /** `datastore-indexer hydrate`, run as a user runs it: the built command against a bucket on the test S3. */
 import { existsSync, mkdirSync, readdirSync, statSync, watch, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { INDEX_KEY, parseIndex, partPathOf } from '../../lambda/lib/internal';
+import { INDEX_KEY } from '../../lambda/lib/names';
+import { parseIndex } from '../../lambda/lib/index-file';
+import { partPathOf } from '../../lambda/lib/cache-files';
 import { readIndex, seedDatastore, summarize, testStore } from '../helpers/s3';
 import { asComparable, datastoreConfig, ensureBuiltCli, readTree, runCli, startCli, tempDir } from './helpers';
 

@@ -1,7 +1,7 @@
 /** `datastore-indexer check` / `repair` on each index layout as clients leave it, and the mistakes that must create nothing. */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { partitionOf } from '../../lambda/lib/internal';
+import { partitionOf } from '../../lambda/lib/keys';
 import { dualWriteRoot, monolithOnlyPush, partitionsOf, swampObjects } from '../helpers/dual-write';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import {

@@ -1,6 +1,7 @@
 /** What a person at a terminal sees while a long listing runs: the objects listed so far, never a frozen line. */
 import { Progress } from '../../bin/cli/progress';
-import { healRoot, listScopes, sequentialLister } from '../../lambda/lib/internal';
+import { healRoot } from '../../lambda/lib/heal';
+import { listScopes, sequentialLister } from '../../lambda/lib/list';
 import { connectStore, seedDatastore, testStore } from '../helpers/s3';
 
 /** A stand-in for a terminal: keeps what was written. */

@@ -9,7 +9,7 @@ import { type CliRun, readTree, runCli, tempDir } from '../cli/helpers';
 import { indexEntry } from '../helpers/factories';
 import { startLoopbackProxy } from '../helpers/proxy';
 import { listKeys, putObject, putObjects, putShardLayout, readIndex, readObject, testEndpoint } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 
 /** The scenarios this file runs. */
 export const BUCKET_SCENARIOS = [

@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFile
 import { join } from 'node:path';
 import { type CliRun, readTree, runCli, startCli, tempDir } from '../cli/helpers';
 import { deleteObject, listKeys, putObjects } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 
 /** The scenarios this file runs. */
 export const CACHE_SCENARIOS = [

@@ -7,18 +7,13 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseConfig } from '../../lambda/handler/config';
 import { hydrateLine } from '../../bin/cli/format';
-import {
-  ConfigError,
-  type S3Store,
-  healAndHydrate,
-  isInternalKey,
-  parseDatastoreConfig,
-  parseIndex,
-  parseNotification,
-  partitionOf,
-  placeChange,
-  refusedKeyReason,
-} from '../../lambda/lib/internal';
+import { ConfigError } from '../../lambda/lib/errors';
+import type { S3Store } from '../../lambda/lib/s3';
+import { healAndHydrate } from '../../lambda/lib/hydrate';
+import { isInternalKey, partitionOf, refusedKeyReason } from '../../lambda/lib/keys';
+import { parseDatastoreConfig } from '../../lambda/lib/config';
+import { parseIndex } from '../../lambda/lib/index-file';
+import { parseNotification, placeChange } from '../../lambda/lib/notifications';
 import { datastoreConfig, ensureBuiltCli, readTree, runCli, tempDir } from '../cli/helpers';
 import { deepRoot } from '../helpers/deep';
 import { indexEntry } from '../helpers/factories';

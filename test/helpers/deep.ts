@@ -2,7 +2,9 @@
  * Client fields nested deeper than `JSON.stringify` can recurse, as raw JSON text: the tests write them
  * into index bodies by hand, since building such a body with `JSON.stringify` would itself fail.
  */
-import { type IndexEntry, type S3Store, partitionOf } from '../../lambda/lib/internal';
+import type { IndexEntry } from '../../lambda/lib/index-file';
+import type { S3Store } from '../../lambda/lib/s3';
+import { partitionOf } from '../../lambda/lib/keys';
 import { indexEntry, indexJson, shardMeta } from './factories';
 import { putObject, putObjects } from './s3';
 

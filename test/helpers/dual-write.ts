@@ -3,7 +3,9 @@
  * every mirror partition file, a version-1 manifest), and a push by an older client that knows nothing
  * of partitions (the monolith rewritten under the lock, the mirror left as it was).
  */
-import { type IndexEntry, type S3Store, partitionOf } from '../../lambda/lib/internal';
+import type { IndexEntry } from '../../lambda/lib/index-file';
+import type { S3Store } from '../../lambda/lib/s3';
+import { partitionOf } from '../../lambda/lib/keys';
 import { indexEntry, lockBody } from './factories';
 import { deleteObject, putIndex, putObject, putObjects, putShardLayout, readIndex } from './s3';
 

@@ -10,7 +10,10 @@
  * const event = s3Event([s3EventRecord({ bucket: 'b', key: 'swamp/data/a b', size: 5 })]);
  */
 import type { S3Event, S3EventRecord, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { DatastoreIndex, IndexEntry, ListedObject, LockBody, ObjectChange, ShardMeta } from '../../lambda/lib/internal';
+import type { DatastoreIndex, IndexEntry, ListedObject } from '../../lambda/lib/index-file';
+import type { LockBody } from '../../lambda/lib/lock';
+import type { ObjectChange } from '../../lambda/lib/events';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
 
 /** A fixed instant the builders use by default: 2026-05-04T15:20:00.000Z. */
 export const T0 = '2026-05-04T15:20:00.000Z';

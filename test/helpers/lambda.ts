@@ -12,7 +12,7 @@
 import { join } from 'node:path';
 import { DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { Context, ScheduledEvent, SQSEvent, SQSRecord } from 'aws-lambda';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 import { rebuildIfStale } from './bundle';
 import { notifyQueue } from '../../support/notifications';
 import { type LoopbackProxy, startLoopbackProxy } from './proxy';

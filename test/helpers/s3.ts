@@ -27,23 +27,15 @@ import {
   type S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
-import {
-  type DatastoreIndex,
-  type DatastoreRoot,
-  type IndexEntry,
-  type IndexScope,
-  type S3Settings,
-  type ShardMeta,
-  S3Store,
-  INDEX_KEY,
-  SHARD_DIR,
-  SHARD_META_KEY,
-  createS3Client,
-  mapLimit,
-  parseIndex,
-  partitionOf,
-  scopeBase,
-} from '../../lambda/lib/internal';
+import { type DatastoreIndex, type IndexEntry, parseIndex } from '../../lambda/lib/index-file';
+import type { DatastoreRoot, IndexScope } from '../../lambda/lib/scope';
+import type { S3Settings } from '../../lambda/lib/config';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { S3Store, unquoteEtag } from '../../lambda/lib/s3';
+import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY, scopeBase } from '../../lambda/lib/names';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { mapLimit } from '../../lambda/lib/concurrency';
+import { partitionOf } from '../../lambda/lib/keys';
 import { indexJson, namespaceMarker, shardJson } from './factories';
 
 // ---------------------------------------------------------------------------------------------
@@ -459,6 +451,38 @@ export function hookedStore(bucket: string, hooks: StoreHooks): S3Store {
     }
   }
   return new HookedStore(testClient(), bucket);
+}
+
+/**
+ * An `S3Store` on `bucket` that reads these object versions (by ETag) `ageMs` older than S3 says, in GETs,
+ * HEADs and listings: writes made a moment before the others, which moto's whole-second LastModified
+ * cannot show without waiting for the next second.
+ */
+export function agedStore(bucket: string, etags: ReadonlySet<string>, ageMs: number): S3Store {
+  const older = <T extends { readonly etag: string; readonly lastModified: Date }>(object: T): T =>
+    etags.has(unquoteEtag(object.etag)) ? { ...object, lastModified: new Date(object.lastModified.getTime() - ageMs) } : object;
+  class AgedStore extends S3Store {
+    override async get(...args: Parameters<S3Store['get']>): ReturnType<S3Store['get']> {
+      const object = await super.get(...args);
+      return object && older(object);
+    }
+
+    override async head(...args: Parameters<S3Store['head']>): ReturnType<S3Store['head']> {
+      const info = await super.head(...args);
+      return info && older(info);
+    }
+
+    override async *listPages(...args: Parameters<S3Store['listPages']>): ReturnType<S3Store['listPages']> {
+      for await (const page of super.listPages(...args)) {
+        const objects = page.objects.map((o) => {
+          if (!etags.has(unquoteEtag(o.etag))) return o;
+          return { ...o, lastModified: new Date(Date.parse(o.lastModified) - ageMs).toISOString() };
+        });
+        yield { ...page, objects };
+      }
+    }
+  }
+  return new AgedStore(testClient(), bucket);
 }
 
 /** An HTTP request as the fault injector sees it. */

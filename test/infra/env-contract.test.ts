@@ -1,7 +1,7 @@
 /** The Lambda's environment contract: the construct sets exactly the variables the handler reads, from one module. */
 import { INDEXER_ENV, RUNTIME_ENV, TUNING_ENV } from '../../lambda/env';
 import { parseConfig } from '../../lambda/handler/config';
-import { memoryBudget } from '../../lambda/lib/internal';
+import { memoryBudget } from '../../lambda/lib/memory';
 import { indexerStack, propsOf } from './helpers';
 
 /** The variables `read` reads from `env`, recorded as it reads them. */

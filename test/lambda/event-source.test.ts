@@ -5,7 +5,7 @@
  */
 import { PutBucketNotificationConfigurationCommand } from '@aws-sdk/client-s3';
 import { CreateQueueCommand, GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { LOCK_KEY } from '../../lambda/lib/internal';
+import { LOCK_KEY } from '../../lambda/lib/names';
 import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../../support/event-source';
 import { lockBody } from '../helpers/factories';
 import { ensureBundle, handlerEnv, testSqs } from '../helpers/lambda';

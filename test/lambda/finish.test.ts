@@ -6,15 +6,9 @@
  * emulated SQS event source from the queue the notifications also go to.
  */
 import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import {
-  INDEX_KEY,
-  LOCK_KEY,
-  type MirrorMeta,
-  type S3Store,
-  SHARD_META_KEY,
-  type ShardMeta,
-  publishRecordKey,
-} from '../../lambda/lib/internal';
+import { INDEX_KEY, LOCK_KEY, SHARD_META_KEY, publishRecordKey } from '../../lambda/lib/names';
+import type { MirrorMeta, ShardMeta } from '../../lambda/lib/layouts/manifest';
+import type { S3Store } from '../../lambda/lib/s3';
 import { type EventSource, type LambdaWorkers, lambdaWorkers, startEventSource } from '../../support/event-source';
 import { dualWriteRoot, swampObjects } from '../helpers/dual-write';
 import { indexEntry, lockBody, s3Event, s3EventRecord, shardMeta } from '../helpers/factories';

@@ -2,7 +2,9 @@
  * The bundled handler on each index layout as clients leave it: S3 notifications moto really sends, and
  * direct invokes. The layout stays as found and its truth equals the listing; refused keys are never indexed.
  */
-import { type MirrorMeta, type ShardMeta, isRefusedKey, partitionOf, publishRecordKey } from '../../lambda/lib/internal';
+import type { MirrorMeta, ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { isRefusedKey, partitionOf } from '../../lambda/lib/keys';
+import { publishRecordKey } from '../../lambda/lib/names';
 import { dualWriteRoot, monolithOnlyPush, partitionsOf, swampObjects } from '../helpers/dual-write';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { handlerEnv, invoke, loadHandler, notifiedBucket, scheduledEvent, sqsEventFrom } from '../helpers/lambda';

@@ -2,7 +2,7 @@
  * The bundled handler's re-check of a burst in one folder: one ListObjectsV2 instead of a HeadObject per
  * key, with what a push erased, an object deleted and one rewritten since the delta all made true.
  */
-import { INDEX_KEY } from '../../lambda/lib/internal';
+import { INDEX_KEY } from '../../lambda/lib/names';
 import { type CountingProxy, handlerEnv, invoke, loadHandler, notifiedBucket, sqsEventFrom, startCountingProxy } from '../helpers/lambda';
 import { deleteObject, putObject, putObjects, readObject, testEndpoint } from '../helpers/s3';
 import { expectedFromListing, indexOf, indexedRoot } from './support';
@@ -24,7 +24,7 @@ test('a re-check of a burst in one folder lists it once, and makes a push, a del
   const burst = Array.from({ length: 20 }, (_, i) => `files/burst/${String(i).padStart(2, '0')} é+%.bin`);
   await putObjects(store, Object.fromEntries(burst.map((rel, i) => [`b/${rel}`, 'x'.repeat(i + 1)])));
   const lambda = loadHandler(
-    handlerEnv({ bucket: store.bucket, prefixes: 'b', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+    handlerEnv({ bucket: store.bucket, prefixes: 'b', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
   );
   const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receiveUntil((ms) => ms.length >= burst.length)));
   expect(delta.result.batchItemFailures).toEqual([]);

@@ -3,7 +3,8 @@
  * full repair that outlives its invocation.
  */
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
-import { INDEX_KEY, mapLimit } from '../../lambda/lib/internal';
+import { INDEX_KEY } from '../../lambda/lib/names';
+import { mapLimit } from '../../lambda/lib/concurrency';
 import { datastoreIndex, s3Event, s3EventRecord } from '../helpers/factories';
 import {
   type CountingProxy,

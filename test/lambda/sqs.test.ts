@@ -2,7 +2,7 @@
  * The bundled handler on SQS batches: real S3 notifications that moto delivers to SQS, EventBridge-shaped
  * events, the handler's own re-check messages, partial batch failures.
  */
-import { INDEX_KEY, LOCK_KEY } from '../../lambda/lib/internal';
+import { INDEX_KEY, LOCK_KEY } from '../../lambda/lib/names';
 import { lockBody, s3Event, s3EventRecord } from '../helpers/factories';
 import {
   type CountingProxy,
@@ -17,6 +17,7 @@ import {
   startCountingProxy,
 } from '../helpers/lambda';
 import { deleteObject, putObject, readObject, testEndpoint } from '../helpers/s3';
+import { sleep } from '../../support/sleep';
 import { expectedFromListing, indexOf, indexedRoot } from './support';
 
 type BatchResponse = { batchItemFailures: { itemIdentifier: string }[] };
@@ -27,11 +28,8 @@ beforeAll(async () => {
 });
 afterAll(() => proxy.close());
 
-/** Resolves once the clock has passed the current millisecond, so the next event's time (read to the ms) is later. */
-async function nextMillisecond(): Promise<void> {
-  const now = Date.now();
-  while (Date.now() <= now) await new Promise((r) => setImmediate(r));
-}
+/** Lets the clock pass the current millisecond, so the next event's time (read to the ms) is later. */
+const nextMillisecond = (): Promise<void> => sleep(2);
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 
 describe('out-of-band changes on an indexed root (moto notifications)', () => {
@@ -345,7 +343,7 @@ describe('convergence with a client push racing the delta', () => {
     const clientRead = (await readObject(store, `r/${INDEX_KEY}`))!;
     await putObject(store, 'r/files/oob.txt', 'out of band');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'r', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'r', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
@@ -380,7 +378,7 @@ describe('convergence with a client push racing the delta', () => {
     await putObject(store, 'c/files/kept.txt', 'kept');
     await putObject(store, 'c/files/erased.txt', 'erased');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'c', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
@@ -415,7 +413,7 @@ describe('convergence with a client push racing the delta', () => {
     // The object is deleted, and its delete event handled, before the create event comes (SQS reorders and redelivers).
     await deleteObject(store, 'l/files/gone.txt');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'l', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     const removed = (await fx.receive()).filter((m) => m.Body?.includes('gone.txt'));
     expect((await invoke<BatchResponse>(lambda, sqsEventFrom(removed))).result.batchItemFailures).toEqual([]);
@@ -438,7 +436,7 @@ describe('convergence with a client push racing the delta', () => {
     await fx.receive();
     await putObject(store, 'm/files/first.txt', 'first');
     const lambda = loadHandler(
-      handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '1' }),
+      handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     const recheck = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) =>

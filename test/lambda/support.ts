@@ -1,13 +1,9 @@
 /** Shared setup of the Lambda tests: indexed roots and the index a listing says a scope should have. */
-import {
-  type DatastoreRoot,
-  type IndexScope,
-  INDEX_KEY,
-  type S3Store,
-  healRoot,
-  isInternalKey,
-  scopeBase,
-} from '../../lambda/lib/internal';
+import type { DatastoreRoot, IndexScope } from '../../lambda/lib/scope';
+import { INDEX_KEY, scopeBase } from '../../lambda/lib/names';
+import type { S3Store } from '../../lambda/lib/s3';
+import { healRoot } from '../../lambda/lib/heal';
+import { isInternalKey } from '../../lambda/lib/keys';
 import { type KeySize, connectStore, listObjects, readIndex, seedDatastore, summarize } from '../helpers/s3';
 
 /** What a scope's index must hold according to the bucket itself: every non-internal object, namespaces left out of the root's. */

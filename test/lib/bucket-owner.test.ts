@@ -3,7 +3,11 @@
  * request, by the SDK and by the direct path alike; a namespace `.` or `..` is refused before any request.
  */
 import type { IncomingMessage } from 'node:http';
-import { ConfigError, S3Store, checkNamespaceName, healRoot, repairResumable } from '../../lambda/lib/internal';
+import { ConfigError } from '../../lambda/lib/errors';
+import { S3Store } from '../../lambda/lib/s3';
+import { checkNamespaceName } from '../../lambda/lib/names';
+import { healRoot } from '../../lambda/lib/heal';
+import { repairResumable } from '../../lambda/lib/repair';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { createTestBucket, testEndpoint, testSettings } from '../helpers/s3';
 

@@ -2,16 +2,10 @@
  * Client fields nested deeper than `JSON.stringify` recurses: written without recursion (`jsonText`), kept
  * byte for byte through a parse and a rewrite, and healed through in every layout against moto.
  */
-import {
-  type DatastoreIndex,
-  healRoot,
-  jsonText,
-  parseIndex,
-  partitionOf,
-  sameJson,
-  serializeIndex,
-  serializePartitionFile,
-} from '../../lambda/lib/internal';
+import { type DatastoreIndex, parseIndex, serializeIndex, serializePartitionFile } from '../../lambda/lib/index-file';
+import { healRoot } from '../../lambda/lib/heal';
+import { jsonText, sameJson } from '../../lambda/lib/json-text';
+import { partitionOf } from '../../lambda/lib/keys';
 import { type DeepLayout, deepJson, deepRoot, depthOf, indexWithDeepField } from '../helpers/deep';
 import { indexEntry } from '../helpers/factories';
 import { connectStore, readIndex, readObject, testStore } from '../helpers/s3';

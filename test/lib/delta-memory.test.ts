@@ -1,5 +1,7 @@
 /** The event path on a monolith whose index does not fit in the memory the process has: IndexTooLargeError before it is read, nothing written. */
-import { IndexTooLargeError, LAMBDA_MEMORY_ENV, applyDelta } from '../../lambda/lib/internal';
+import { IndexTooLargeError } from '../../lambda/lib/errors';
+import { LAMBDA_MEMORY_ENV } from '../../lambda/lib/memory';
+import { applyDelta } from '../../lambda/lib/delta';
 import { indexEntry, objectChange } from '../helpers/factories';
 import { connectStore, putIndex, putObjects, readIndex, snapshotBucket, testStore } from '../helpers/s3';
 

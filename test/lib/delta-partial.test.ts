@@ -2,7 +2,10 @@
  * A delta on a shard-first root reads only the partition files its changes touch (and the manifest), and
  * still converges when another writer changes some other partition between that read and the write.
  */
-import { type IndexEntry, type ShardMeta, applyDelta, publishRecordKey } from '../../lambda/lib/internal';
+import type { IndexEntry } from '../../lambda/lib/index-file';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { applyDelta } from '../../lambda/lib/delta';
+import { publishRecordKey } from '../../lambda/lib/names';
 import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
 import {
   connectStore,
@@ -16,7 +19,7 @@ import {
   testStore,
   trackRequests,
 } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 
 const T = '2026-07-01T00:00:00.000Z';
 const RUNS = Array.from({ length: 30 }, (_, i) => `w${i}`);

@@ -4,11 +4,13 @@
  * partition's file. Clients read every listed file and merge all their entries, so neither may cost an
  * entry its client fields.
  */
-import { type IndexEntry, type ShardMeta, applyDelta } from '../../lambda/lib/internal';
+import type { IndexEntry } from '../../lambda/lib/index-file';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { applyDelta } from '../../lambda/lib/delta';
 import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
 import { dualWriteRoot } from '../helpers/dual-write';
 import { connectStore, putObject, putObjects, putShardLayout, readIndex, readJson, testStore } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 
 const T = '2026-07-01T00:00:00.000Z';
 const CLIENT = { sha256: 'abc', localMtime: '2026-05-04T15:19:58.120Z', note: { kept: true } };

@@ -1,5 +1,7 @@
 /** applyDelta and observeKeys against moto: event-driven updates of a live index. */
-import { type ShardMeta, applyDelta, observeKeys } from '../../lambda/lib/internal';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { applyDelta } from '../../lambda/lib/delta';
+import { observeKeys } from '../../lambda/lib/observe';
 import { indexEntry, objectChange, shardMeta } from '../helpers/factories';
 import {
   connectStore,

@@ -1,4 +1,5 @@
-import { diffIndex, driftCounts, healIndex, isClean, resizedEntry, serializeIndex } from '../../lambda/lib/internal';
+import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../lambda/lib/drift';
+import { serializeIndex } from '../../lambda/lib/index-file';
 import { datastoreIndex, indexEntry, listedObject, listingOf } from '../helpers/factories';
 
 describe('diffIndex', () => {

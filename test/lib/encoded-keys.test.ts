@@ -4,7 +4,11 @@
  * sequential and the parallel listing, and so are keys whose names look encoded.
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import { type Lister, S3Store, createS3Client, healRoot, parallelLister, sequentialLister } from '../../lambda/lib/internal';
+import { type Lister, sequentialLister } from '../../lambda/lib/list';
+import { S3Store } from '../../lambda/lib/s3';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { healRoot } from '../../lambda/lib/heal';
+import { parallelLister } from '../../lambda/lib/parallel-list';
 import { type S3Model, startS3Model } from '../../support/s3-model/server';
 import { readIndex, testSettings, uniqueBucketName } from '../helpers/s3';
 

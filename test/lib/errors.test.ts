@@ -1,5 +1,6 @@
 /** Error names: each class carries a literal `name`, so a minified bundle still logs `LockBusyError`, not `Zn`. */
-import * as lib from '../../lambda/lib/internal';
+import * as lib from '../../lambda/lib/errors';
+import { translateError } from '../../lambda/lib/s3-errors';
 import { UnknownTriggerError } from '../../lambda/handler/triggers';
 
 const errorClasses = [...(Object.values(lib) as unknown[]), UnknownTriggerError].filter(
@@ -26,13 +27,13 @@ describe('translateError', () => {
     Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND', errno: -3008, syscall: 'getaddrinfo', hostname: host });
 
   it('names --region when the S3 host of a region does not resolve', () => {
-    const error = lib.translateError(notFound('my-bucket.s3.mars-north-7.amazonaws.com'), 'ListBucket', 'my-bucket', 'swamp/');
+    const error = translateError(notFound('my-bucket.s3.mars-north-7.amazonaws.com'), 'ListBucket', 'my-bucket', 'swamp/');
     expect(error).toBeInstanceOf(lib.S3UnavailableError);
     expect((error as lib.IndexerError).hint).toMatch(/^Check --region \(or "region" in the datastore config\): "mars-north-7" may not be/);
   });
 
   it('leaves the endpoint and network to check when another host does not resolve', () => {
-    const error = lib.translateError(notFound('minio.internal'), 'ListBucket', 'b', 'swamp/');
+    const error = translateError(notFound('minio.internal'), 'ListBucket', 'b', 'swamp/');
     expect((error as lib.IndexerError).hint).toBe('Check the endpoint and network, then retry');
   });
 });

@@ -1,4 +1,4 @@
-import { applyChanges, compareSequencers, decodeEventKey, isLater, latestChanges } from '../../lambda/lib/internal';
+import { applyChanges, compareSequencers, decodeEventKey, isLater, latestChanges } from '../../lambda/lib/events';
 import { datastoreIndex, encodeEventKey, indexEntry, objectChange } from '../helpers/factories';
 
 describe('decodeEventKey', () => {

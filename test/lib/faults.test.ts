@@ -8,13 +8,13 @@ import {
   BucketNotFoundError,
   ConfigError,
   CredentialsError,
-  type PublishEvent,
-  S3Store,
   S3UnavailableError,
   UnexpectedError,
-  createS3Client,
-  healRoot,
-} from '../../lambda/lib/internal';
+} from '../../lambda/lib/errors';
+import type { PublishEvent } from '../../lambda/lib/publish-types';
+import { S3Store } from '../../lambda/lib/s3';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { healRoot } from '../../lambda/lib/heal';
 import {
   type CannedResponse,
   type OutgoingRequest,

@@ -4,7 +4,12 @@
  * entries that still match survive, partitions are committed before the listing ends, and a client's push
  * between two chunks converges.
  */
-import { type IndexEntry, type Lister, type ShardMeta, healRoot, parallelLister, partitionOf } from '../../lambda/lib/internal';
+import type { IndexEntry } from '../../lambda/lib/index-file';
+import type { Lister } from '../../lambda/lib/list';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { healRoot } from '../../lambda/lib/heal';
+import { parallelLister } from '../../lambda/lib/parallel-list';
+import { partitionOf } from '../../lambda/lib/keys';
 import { type ResumableRepairResult, repairResumable } from '../../lambda/lib/repair';
 import { indexEntry, isoAgo, shardJson, shardMeta } from '../helpers/factories';
 import {
@@ -27,7 +32,7 @@ import {
   testStore,
   trackRequests,
 } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 
 const BASE = 'sf/';
 const LONG = `files/${'x'.repeat(300)}.txt`;

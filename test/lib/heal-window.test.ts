@@ -4,15 +4,12 @@
  * its commits are slower than the listing. On the bench's S3 model, which seeds a root this large at once.
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
-import {
-  type HealReport,
-  PARTITION_WINDOW,
-  S3Store,
-  createS3Client,
-  healRoot,
-  manifestKeyOf,
-  parallelLister,
-} from '../../lambda/lib/internal';
+import type { HealReport } from '../../lambda/lib/heal-types';
+import { PARTITION_WINDOW, healRoot } from '../../lambda/lib/heal';
+import { S3Store } from '../../lambda/lib/s3';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { manifestKeyOf } from '../../lambda/lib/names';
+import { parallelLister } from '../../lambda/lib/parallel-list';
 import { type S3Model, startS3Model } from '../../support/s3-model/server';
 import { testSettings, uniqueBucketName } from '../helpers/s3';
 

@@ -1,5 +1,8 @@
 /** healRoot against a real S3 API (moto): rebuilding, checking and repairing indexes, and what it must never touch. */
-import { type IndexEntry, type Lister, type ScopeReport, healRoot, parseIndex } from '../../lambda/lib/internal';
+import { type IndexEntry, parseIndex } from '../../lambda/lib/index-file';
+import type { Lister } from '../../lambda/lib/list';
+import type { ScopeReport } from '../../lambda/lib/heal-types';
+import { healRoot } from '../../lambda/lib/heal';
 import { indexEntry, isoAgo } from '../helpers/factories';
 import {
   connectStore,

@@ -2,17 +2,12 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import {
-  type DatastoreIndex,
-  S3Store,
-  UnsafeKeyError,
-  cachePathOf,
-  healAndHydrate,
-  healRoot,
-  hydrateCache,
-  parseIndex,
-  partPathOf,
-} from '../../lambda/lib/internal';
+import { type DatastoreIndex, parseIndex } from '../../lambda/lib/index-file';
+import { S3Store } from '../../lambda/lib/s3';
+import { UnsafeKeyError } from '../../lambda/lib/errors';
+import { cachePathOf, partPathOf } from '../../lambda/lib/cache-files';
+import { healAndHydrate, hydrateCache } from '../../lambda/lib/hydrate';
+import { healRoot } from '../../lambda/lib/heal';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
 import { connectStore, faultyClient, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
 

@@ -1,4 +1,4 @@
-import { type IndexEntry, cloneIndex, emptyIndex, entryFor, parseIndex, serializeIndex } from '../../lambda/lib/internal';
+import { type IndexEntry, cloneIndex, emptyIndex, entryFor, parseIndex, serializeIndex } from '../../lambda/lib/index-file';
 import { datastoreIndex, indexEntry, indexJson, listedObject } from '../helpers/factories';
 
 /** Parses and fails the test with the reason when the bytes are not a valid index. */

@@ -1,18 +1,15 @@
+import { INDEX_KEY, LOCK_KEY, NAMESPACE_MARKER, SHARD_META_KEY } from '../../lambda/lib/names';
 import {
-  INDEX_KEY,
-  LOCK_KEY,
-  NAMESPACE_MARKER,
-  SHARD_META_KEY,
   isInternalKey,
   isRefusedKey,
   namespaceOfMarker,
   partitionFolder,
   partitionOf,
   partitionPlace,
-  readManifest,
   refusedKeyReason,
   topFolder,
-} from '../../lambda/lib/internal';
+} from '../../lambda/lib/keys';
+import { readManifest } from '../../lambda/lib/layouts/manifest';
 
 describe('isInternalKey', () => {
   it.each(['.datastore-index.json', '.push-queue.json', '.datastore.lock', '.datastore-sync-state.json'])(

@@ -3,7 +3,9 @@
  * is read without the speculative monolith GET, other scopes keep their one round trip, and a scope whose
  * layout changed since is still read as its manifest says (the hint costs a round trip, never a wrong read).
  */
-import { INDEX_KEY, SHARD_META_KEY, type S3Store, readLiveIndex } from '../../lambda/lib/internal';
+import { INDEX_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
+import type { S3Store } from '../../lambda/lib/s3';
+import { readLiveIndex } from '../../lambda/lib/layouts/read';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { connectStore, deleteObject, putIndex, putObject, putShardLayout, testStore } from '../helpers/s3';
 

@@ -3,19 +3,21 @@
  * (a version-1 manifest stays version 1, no manifest stays none), keeps that layout's truth equal to the
  * listing, the dual-write mirror equal to the monolith, and commitSeq moving whenever a shard changed.
  */
-import {
-  type MirrorMeta,
-  type S3Store,
-  type ShardMeta,
-  applyDelta,
-  healRoot,
-  partitionOf,
-  publishRecordKey,
-} from '../../lambda/lib/internal';
+import type { MirrorMeta, ShardMeta } from '../../lambda/lib/layouts/manifest';
+import type { S3Store } from '../../lambda/lib/s3';
+import { applyDelta } from '../../lambda/lib/delta';
+import { HeldScopeError } from '../../lambda/lib/errors';
+import { emptyIndex } from '../../lambda/lib/index-file';
+import { readLiveIndex } from '../../lambda/lib/layouts/read';
+import { writeIndex } from '../../lambda/lib/layouts/write';
+import { healRoot } from '../../lambda/lib/heal';
+import { partitionOf } from '../../lambda/lib/keys';
+import { publishRecordKey } from '../../lambda/lib/names';
 import { monolithOnlyPush } from '../helpers/dual-write';
 import { indexEntry, objectChange, shardJson, shardMeta } from '../helpers/factories';
 import {
   type KeySize,
+  agedStore,
   connectStore,
   deleteObject,
   groupSummaries,
@@ -34,7 +36,6 @@ import {
   summarize,
   testStore,
 } from '../helpers/s3';
-import { sleep } from '../../support/sleep';
 
 /** Data a client pushed: a few models over several partitions. */
 const CLIENT_OBJECTS: Record<string, string> = {
@@ -361,17 +362,19 @@ describe('a shard-first root', () => {
 
   it('notices a shard a client wrote after the manifest (it died before bumping commitSeq)', async () => {
     const { store, root } = await shardFirstRoot('cl/');
-    await sleep(1100); // LastModified has whole seconds
+    // The layout as first written reads a second older: LastModified has whole seconds, and no test waits for the next.
+    const first = new Set((await listObjects(store, 'cl/_index/')).map((o) => o.etag));
     await putObject(store, 'cl/logs/run-2.log', 'two');
     await putShardLayout(store, 'cl/', [indexEntry('logs/run-1.log', { size: 7 }), indexEntry('logs/run-2.log', { size: 3 })]);
+    const reader = () => agedStore(store.bucket, first, 1000);
 
-    const check = await healRoot(connectStore(store.bucket), root, { mode: 'check' });
+    const check = await healRoot(reader(), root, { mode: 'check' });
     expect(check.scopes[0]).toMatchObject({
       indexState: 'valid',
       drift: { missing: 0, stale: 0, resized: 0 },
       pending: 'shard logs is newer than the manifest',
     });
-    await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
+    await healRoot(reader(), root, { mode: 'repair' });
 
     expect((await readJson<ShardMeta>(store, 'cl/_index/_meta.json'))!.commitSeq).toBe(6);
   });
@@ -404,6 +407,20 @@ describe('an unparsable _meta.json', () => {
     // every later run meets it again: still one copy of that version
     await healRoot(connectStore(store.bucket), root, { mode: 'repair' });
     expect(await listKeys(store, 'um/_control/')).toEqual([report.scopes[0].keptCopy]);
+  });
+
+  it('is refused by a direct write of its index, typed and with nothing written', async () => {
+    const store = await testStore();
+    await putObject(store, 'uw/_index/_meta.json', '<html>oops</html>');
+    const scope = { root: { bucket: store.bucket, prefix: 'uw' } };
+    const live = await readLiveIndex(connectStore(store.bucket), scope);
+    const before = await snapshotBucket(store);
+
+    const error = await writeIndex(connectStore(store.bucket), scope, live, emptyIndex(), true).catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(HeldScopeError);
+    expect(error).toMatchObject({ name: 'HeldScopeError', scope: `s3://${store.bucket}/uw`, hint: expect.stringMatching(/^Run check/) });
+    expect(await snapshotBucket(store)).toEqual(before);
   });
 
   it('is rebuilt at version 1 from the monolith when it says version 1', async () => {

@@ -2,7 +2,9 @@
  * The fast ListObjectsV2 reader: it must read what the SDK reads, and step aside (answer undefined,
  * so the SDK parses the page) for anything it does not handle.
  */
-import { type ListPage, NotAListingError, S3Store } from '../../lambda/lib/internal';
+import type { ListPage } from '../../lambda/lib/s3-types';
+import { NotAListingError } from '../../lambda/lib/errors';
+import { S3Store } from '../../lambda/lib/s3';
 import { isoTime, parseListObjectsV2 } from '../../lambda/lib/list-xml';
 import { faultyClient } from '../helpers/s3';
 

@@ -3,7 +3,10 @@
  * monolith's read aborted for a shard-first one, and the manifest's error reported whatever the other read did.
  */
 import type { S3Client, S3ClientConfig } from '@aws-sdk/client-s3';
-import { CredentialsError, INDEX_KEY, S3Store, S3UnavailableError, SHARD_META_KEY, readLiveIndex } from '../../lambda/lib/internal';
+import { CredentialsError, S3UnavailableError } from '../../lambda/lib/errors';
+import { INDEX_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
+import { S3Store } from '../../lambda/lib/s3';
+import { readLiveIndex } from '../../lambda/lib/layouts/read';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { signal } from '../helpers/signal';
 import { faultyClient, putIndex, putObject, putShardLayout, testClient, connectStore, testStore } from '../helpers/s3';

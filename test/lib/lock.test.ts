@@ -1,5 +1,8 @@
 /** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
-import { DatastoreLock, LockBusyError, type LockBody, S3Store, healRoot, withLock } from '../../lambda/lib/internal';
+import { DatastoreLock, type LockBody, withLock } from '../../lambda/lib/lock';
+import { LockBusyError } from '../../lambda/lib/errors';
+import { S3Store } from '../../lambda/lib/s3';
+import { healRoot } from '../../lambda/lib/heal';
 import { lockBody } from '../helpers/factories';
 import { ManualClock } from '../helpers/manual-clock';
 import { signal } from '../helpers/signal';
@@ -249,7 +252,7 @@ describe("the indexer's own lock", () => {
   });
 
   it('releaseHeldLocks releases what this process holds (what the CLI does on Ctrl-C)', async () => {
-    const { releaseHeldLocks } = await import('../../lambda/lib/internal');
+    const { releaseHeldLocks } = await import('../../lambda/lib/lock');
     const store = await testStore();
     await DatastoreLock.acquire(store, 'a/.datastore.lock');
     await DatastoreLock.acquire(store, 'b/.datastore.lock');
@@ -262,7 +265,7 @@ describe("the indexer's own lock", () => {
 
 describe('a lock take whose answer was lost', () => {
   it('is recognised by its nonce when the retry meets it, not waited on as a stranger', async () => {
-    const { S3Store } = await import('../../lambda/lib/internal');
+    const { S3Store } = await import('../../lambda/lib/s3');
     const bucket = (await testStore()).bucket;
     const base = connectStore(bucket);
     // The first conditional put lands, but its answer is lost: the SDK's retry then sees 412.

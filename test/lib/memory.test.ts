@@ -1,13 +1,9 @@
 /** A root too large for the memory a heal has: it stops with IndexTooLargeError before memory runs out, and writes nothing. */
-import {
-  IndexTooLargeError,
-  MEMORY_COST,
-  MemoryGuard,
-  healRoot,
-  listScopes,
-  memoryBudget,
-  repairResumable,
-} from '../../lambda/lib/internal';
+import { IndexTooLargeError } from '../../lambda/lib/errors';
+import { MEMORY_COST, MemoryGuard, memoryBudget } from '../../lambda/lib/memory';
+import { healRoot } from '../../lambda/lib/heal';
+import { listScopes } from '../../lambda/lib/list';
+import { repairResumable } from '../../lambda/lib/repair';
 import { indexEntry } from '../helpers/factories';
 import { connectStore, putIndex, readIndex, seedDatastore, snapshotBucket, summarize, swampKeys, testStore } from '../helpers/s3';
 

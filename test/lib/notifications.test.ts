@@ -1,5 +1,5 @@
 /** S3 notifications and EventBridge events turned into ObjectChanges, and placed in their root; pure. */
-import { changeFromS3Record, normalizeEventTime, parseNotification, placeChange } from '../../lambda/lib/internal';
+import { changeFromS3Record, normalizeEventTime, parseNotification, placeChange } from '../../lambda/lib/notifications';
 import { s3Event, s3EventRecord } from '../helpers/factories';
 
 describe('parseNotification', () => {

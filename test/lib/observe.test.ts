@@ -2,7 +2,9 @@
  * observeKeys against moto: a folder holding many of the keys is listed over their range, other keys are
  * HEADed, and either way a key removed or rewritten since its event reads as S3 says it is now.
  */
-import { MIN_KEYS_PER_LISTING, type ObjectChange, S3Store, observeKeys } from '../../lambda/lib/internal';
+import { MIN_KEYS_PER_LISTING, observeKeys } from '../../lambda/lib/observe';
+import type { ObjectChange } from '../../lambda/lib/events';
+import { S3Store } from '../../lambda/lib/s3';
 import { connectStore, deleteObject, putObject, putObjects, testClient, testStore } from '../helpers/s3';
 
 const scope = (bucket: string) => ({ root: { bucket, prefix: 'r' } });

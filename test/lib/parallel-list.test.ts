@@ -3,18 +3,13 @@
  * sequential ListObjectsV2 walk returns, key for key and in the same order, whatever the layout.
  * An in-memory store with S3's listing rules checks many layouts at scale; moto checks the real API.
  */
-import {
-  type ListOptions,
-  type ListPage,
-  type S3Store,
-  compareKeys,
-  cutRest,
-  healRoot,
-  isRefusedKey,
-  listScopes,
-  parallelLister,
-  sequentialLister,
-} from '../../lambda/lib/internal';
+import type { ListOptions, ListPage } from '../../lambda/lib/s3-types';
+import type { S3Store } from '../../lambda/lib/s3';
+import { compareKeys, cutRest } from '../../lambda/lib/key-space';
+import { healRoot } from '../../lambda/lib/heal';
+import { isRefusedKey } from '../../lambda/lib/keys';
+import { listScopes, sequentialLister } from '../../lambda/lib/list';
+import { parallelLister } from '../../lambda/lib/parallel-list';
 import { connectStore, putObjects, readIndex, summarize, testStore } from '../helpers/s3';
 import { sleep } from '../../support/sleep';
 

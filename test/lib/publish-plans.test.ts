@@ -3,16 +3,14 @@
  * under the lock is the same version, and the re-check after the write does not re-plan (or re-parse)
  * an index that is still exactly its own write. Anything else still re-plans.
  */
-import {
-  type GetOptions,
-  type LiveIndex,
-  type Planner,
-  S3Store,
-  emptyIndex,
-  healRoot,
-  publishIndex,
-  withLock,
-} from '../../lambda/lib/internal';
+import type { GetOptions } from '../../lambda/lib/s3-types';
+import type { LiveIndex } from '../../lambda/lib/layouts/types';
+import type { Planner } from '../../lambda/lib/publish-types';
+import { S3Store } from '../../lambda/lib/s3';
+import { emptyIndex } from '../../lambda/lib/index-file';
+import { healRoot } from '../../lambda/lib/heal';
+import { publishIndex } from '../../lambda/lib/publish';
+import { withLock } from '../../lambda/lib/lock';
 import { indexEntry } from '../helpers/factories';
 import { signal } from '../helpers/signal';
 import {

@@ -1,5 +1,7 @@
 /** Concurrent writers on one root, against moto: healers racing each other, clients pushing, writers ignoring the lock. */
-import { DatastoreLock, type IndexEntry, healRoot, withLock } from '../../lambda/lib/internal';
+import { DatastoreLock, withLock } from '../../lambda/lib/lock';
+import type { IndexEntry } from '../../lambda/lib/index-file';
+import { healRoot } from '../../lambda/lib/heal';
 import { indexEntry } from '../helpers/factories';
 import {
   connectStore,
@@ -14,7 +16,7 @@ import {
   summarize,
   testStore,
 } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 import { healedIndexJson, repairLines } from '../../bin/cli/format';
 
 /** A swamp client's push as the contract describes it: GET the index, upload, PUT the merged index unconditionally. */

@@ -1,5 +1,5 @@
 /** repairResumable against moto: a listing spread over several runs, saved under _control/, healed once complete. */
-import { type ResumableRepairResult, repairResumable } from '../../lambda/lib/internal';
+import { type ResumableRepairResult, repairResumable } from '../../lambda/lib/repair';
 import {
   connectStore,
   deleteObject,

@@ -1,17 +1,10 @@
 /** Datastore configs and roots (pure), and finding namespaces and shard partitions in a bucket (moto). */
-import {
-  ConfigError,
-  NamespaceResolver,
-  describeScope,
-  listShardPartitions,
-  namespaceExists,
-  normalizePrefix,
-  parseDatastoreConfig,
-  resolveDatastoreConfig,
-  rootBase,
-  rootOf,
-  scopeBase,
-} from '../../lambda/lib/internal';
+import { ConfigError } from '../../lambda/lib/errors';
+import { NamespaceResolver } from '../../lambda/lib/namespaces';
+import { describeScope } from '../../lambda/lib/scope';
+import { listShardPartitions, namespaceExists } from '../../lambda/lib/list';
+import { normalizePrefix, parseDatastoreConfig, resolveDatastoreConfig, rootOf } from '../../lambda/lib/config';
+import { rootBase, scopeBase } from '../../lambda/lib/names';
 import { namespaceMarker } from '../helpers/factories';
 import { connectStore, putObjects, testStore } from '../helpers/s3';
 

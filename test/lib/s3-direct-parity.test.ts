@@ -4,7 +4,10 @@
  */
 import type { ServerResponse } from 'node:http';
 import { HeadObjectCommand } from '@aws-sdk/client-s3';
-import { type S3Settings, S3Store, createS3Client, escapeUri, resolveBucketEndpoint } from '../../lambda/lib/internal';
+import type { S3Settings } from '../../lambda/lib/config';
+import { S3Store } from '../../lambda/lib/s3';
+import { createS3Client } from '../../lambda/lib/s3-client';
+import { escapeUri, resolveBucketEndpoint } from '../../lambda/lib/s3-endpoint';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { testEndpoint } from '../helpers/s3';
 

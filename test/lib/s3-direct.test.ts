@@ -7,7 +7,10 @@ import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Socket } from 'node:net';
 import type { S3ClientConfig } from '@aws-sdk/client-s3';
-import { type S3Settings, S3Store, S3UnavailableError, createS3Client } from '../../lambda/lib/internal';
+import type { S3Settings } from '../../lambda/lib/config';
+import { S3Store } from '../../lambda/lib/s3';
+import { S3UnavailableError } from '../../lambda/lib/errors';
+import { createS3Client } from '../../lambda/lib/s3-client';
 import { type LoopbackProxy, startLoopbackProxy } from '../helpers/proxy';
 import { putObject, testEndpoint, testStore } from '../helpers/s3';
 

@@ -1,5 +1,8 @@
 /** The S3 seam against moto: reads, writes, conditional results, paging and request counts. */
-import { type ListPage, type Lister, healRoot, unquoteEtag } from '../../lambda/lib/internal';
+import type { ListPage } from '../../lambda/lib/s3-types';
+import type { Lister } from '../../lambda/lib/list';
+import { healRoot } from '../../lambda/lib/heal';
+import { unquoteEtag } from '../../lambda/lib/s3-pages';
 import { connectStore, listKeys, putObjects, readIndex, readObject, seedDatastore, summarize, testStore } from '../helpers/s3';
 
 describe('S3Store', () => {

@@ -1,5 +1,7 @@
 /** Shard-first roots (`_index/_meta.json` version 2 + shards), against moto: the heal keeps that layout true. */
-import { type ShardMeta, healRoot, partitionOf } from '../../lambda/lib/internal';
+import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
+import { healRoot } from '../../lambda/lib/heal';
+import { partitionOf } from '../../lambda/lib/keys';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import {
   connectStore,
@@ -20,7 +22,7 @@ import {
   type KeySize,
   type SeededDatastore,
 } from '../helpers/s3';
-import type { S3Store } from '../../lambda/lib/internal';
+import type { S3Store } from '../../lambda/lib/s3';
 
 const OLD = '2020-01-01T00:00:00.000Z';
 const PARTITIONS = [

@@ -77,7 +77,8 @@ export async function writeMonolith(
   const monolithTrue = live.state === 'valid' && next === live.index && !live.badManifest;
   let monolithEtag: string | undefined;
   if (!monolithTrue) {
-    const result = await store.put(indexKeyOf(scope), serializeIndex(next), conditional ? conditionFor(etag) : undefined);
+    const body = options.body?.index === next ? options.body.take() : serializeIndex(next);
+    const result = await store.put(indexKeyOf(scope), body, conditional ? conditionFor(etag) : undefined);
     if (result.status === 'conflict') return { status: 'conflict', key: indexKeyOf(scope), mirrorFailures: [] };
     monolithEtag = result.etag || undefined;
   }

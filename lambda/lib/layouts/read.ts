@@ -43,12 +43,9 @@ export interface ReadOptions {
 /** Scopes remembered per store, at most: enough for every root and namespace a process serves. */
 const LAYOUT_MEMO_SIZE = 1000;
 
-/** The layout each scope had when a store last read it, by manifest key: a hint only, the manifest decides. */
-const layoutsSeen = new WeakMap<S3Store, Map<string, Layout>>();
-
+/** Notes the layout read in the store's `layoutsSeen`, the oldest scope forgotten past its size. */
 function rememberLayout(store: S3Store, metaKey: string, layout: Layout): void {
-  const seen = layoutsSeen.get(store) ?? new Map<string, Layout>();
-  layoutsSeen.set(store, seen);
+  const seen = store.layoutsSeen;
   seen.delete(metaKey);
   seen.set(metaKey, layout);
   if (seen.size > LAYOUT_MEMO_SIZE) seen.delete(seen.keys().next().value as string);
@@ -71,7 +68,7 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   // shard-first it is aborted, so a stale monolith is not downloaded. A scope last seen shard-first would
   // waste that read: it starts only once the manifest says it is needed (a wrong hint costs a round trip).
   let monolith: SpeculativeRead | undefined =
-    layoutsSeen.get(store)?.get(metaKey) === 'shard-first' ? undefined : speculativeGet(store, key, indexOptions);
+    store.layoutsSeen.get(metaKey) === 'shard-first' ? undefined : speculativeGet(store, key, indexOptions);
   const monolithRead = (): SpeculativeRead => (monolith ??= speculativeGet(store, key, indexOptions));
   let layout: LiveLayout = { layout: 'monolith' };
   try {

@@ -1,5 +1,5 @@
 /** The live index of a scope as read, in the layout clients see it in, and what a write of it reports. */
-import type { DatastoreIndex, IndexEntry } from '../index-file';
+import type { DatastoreIndex, EarlyBody, IndexEntry } from '../index-file';
 import type { MirrorMeta, ShardMeta } from './manifest';
 
 /**
@@ -156,4 +156,6 @@ export interface WriteOptions {
   readonly beforeRecord?: (earlierRecord?: boolean) => Promise<void>;
   /** The ETag of the record this publication wrote before a lost race: read again, that record is its own, no earlier one's. */
   readonly ownRecord?: string;
+  /** The monolith's bytes made while the lock was taken: written when they are of the index written. */
+  readonly body?: EarlyBody;
 }

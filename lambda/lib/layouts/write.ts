@@ -1,7 +1,8 @@
 /** Writing an index in the layout its scope has. */
+import { HeldScopeError } from '../errors';
 import type { DatastoreIndex } from '../index-file';
 import type { S3Store } from '../s3';
-import type { IndexScope } from '../scope';
+import { type IndexScope, describeScope } from '../scope';
 import { writeMonolith } from './mirror';
 import { writeShards } from './shards';
 import type { IndexWriteResult, LiveIndex, WriteOptions } from './types';
@@ -19,7 +20,7 @@ export async function writeIndex(
   conditional: boolean,
   options: WriteOptions = {},
 ): Promise<IndexWriteResult> {
-  if (live.hold) throw new Error(`writeIndex called on a held scope: ${live.hold}`);
+  if (live.hold) throw new HeldScopeError(describeScope(scope), live.hold);
   return live.layout === 'shard-first'
     ? writeShards(store, scope, live, next, conditional, options)
     : writeMonolith(store, scope, live, next, conditional, options);
