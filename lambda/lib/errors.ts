@@ -92,11 +92,16 @@ export class IndexTooLargeError extends IndexerError {
     readonly memory: string,
     /** The size of the index that was not read, when that is what stopped it (an event's delta reads no listing). */
     readonly indexBytes?: number,
+    /** The shard partition too large to hold, when a heal by partitions stopped at it. */
+    readonly partition?: string,
   ) {
     super(
-      indexBytes === undefined
-        ? `${scope} is too large to heal in ${memory}: stopped at ${objects} objects, before memory ran out; nothing was written`
-        : `${scope} is too large to heal in ${memory}: stopped before reading its ${indexBytes}-byte index; nothing was written`,
+      partition !== undefined
+        ? `${scope} is too large to heal in ${memory}: its partition ${partition} holds ${objects} objects or more; ` +
+            'the partitions committed before it stay healed, and nothing of it was written'
+        : indexBytes === undefined
+          ? `${scope} is too large to heal in ${memory}: stopped at ${objects} objects, before memory ran out; nothing was written`
+          : `${scope} is too large to heal in ${memory}: stopped before reading its ${indexBytes}-byte index; nothing was written`,
       "Raise the DatastoreIndexer construct's memorySize prop (the Lambda), or give Node more heap, e.g. NODE_OPTIONS=--max-old-space-size=4096 (the command)",
     );
   }

@@ -98,6 +98,17 @@ export class MemoryGuard {
     this.check(scope, Math.max(objects, entries), bytes);
   }
 
+  /**
+   * A partition of a heal by partitions, as it is listed and before it is judged: its objects and its file's
+   * entries, held twice over (one partition judged while another commits), beside two chunks of changes.
+   */
+  partition(scope: string, partition: string, objects: number, entries: number, chunkEntries: number): void {
+    const held = objects * MEMORY_COST.listed + entries * MEMORY_COST.indexHeld + Math.max(objects, entries) * MEMORY_COST.written;
+    if (2 * held + 2 * chunkEntries * MEMORY_COST.written > this.budget.bytes) {
+      throw new IndexTooLargeError(scope, Math.max(objects, entries), this.budget.memory, undefined, partition);
+    }
+  }
+
   /** Before an index of `bytes` bytes is read whole with no listing beside it (an event's delta on a monolith). */
   indexRead(scope: string, bytes: number): void {
     if (bytes * MEMORY_COST.readPerIndexByte > this.budget.bytes) throw new IndexTooLargeError(scope, 0, this.budget.memory, bytes);

@@ -11,6 +11,7 @@ import { type IndexEntry, type ListedObject, entryFor } from './index-file';
 import { compareKeys } from './key-space';
 import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
+import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
 import { scopeBase } from './names';
 import { Slots } from './parallel-slices';
 import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
@@ -28,6 +29,7 @@ export interface PartitionHealOptions {
   readonly chunkEntries?: number;
   readonly keys?: number;
   readonly onEvent?: (scope: string, event: PublishEvent) => void;
+  readonly memoryBudget?: number | MemoryBudget;
 }
 
 /** Where the listing stands: a key it has reached, or `null` once it has ended. */
@@ -66,6 +68,9 @@ export interface PausedPartitions {
 /** Entry changes committed at once, at most, by default (see `HealOptions.chunkEntries`). */
 export const CHUNK_ENTRIES = 50_000;
 
+/** Objects of one partition listed between two checks of its memory. */
+const GUARD_EVERY = 4096;
+
 /** Partitions held against their file at once (their reads, HeadObject checks and entries). */
 const JUDGING = 32;
 
@@ -85,6 +90,8 @@ export class PartitionHeal {
   /** Listing steps waiting for a commit to end. */
   private waiters: (() => void)[] = [];
   private readonly tally: HealTally;
+  /** Stops the heal at a partition too large to hold, before memory runs out. */
+  private readonly guard: MemoryGuard;
 
   constructor(
     private readonly store: S3Store,
@@ -95,6 +102,7 @@ export class PartitionHeal {
     paused?: PausedPartitions,
   ) {
     this.tally = new HealTally(options.keys, paused?.tally);
+    this.guard = new MemoryGuard(memoryBudget(options.memoryBudget));
     if (!paused) return;
     for (const [partition, at] of paused.judgedAt) this.judgedAt.set(partition, at);
     for (const partition of paused.revisit) this.revisit.add(partition);
@@ -125,6 +133,8 @@ export class PartitionHeal {
     }
     unit.listed.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
     unit.folders.add(place.folder);
+    if (unit.listed.size % GUARD_EVERY === 0)
+      this.guard.partition(describeScope(this.scope), partition, unit.listed.size, 0, this.chunkEntries());
   }
 
   /**
@@ -243,6 +253,7 @@ export class PartitionHeal {
   private async judge(unit: Unit, pos: Position): Promise<void> {
     const { partition, listed, from } = unit;
     const file = await unit.file;
+    this.guard.partition(describeScope(this.scope), partition, listed.size, file.entries.size, this.chunkEntries());
     if (file.bad) this.tally.unreadable ??= file.bad;
     const skew = this.options.clockSkewMs ?? 300_000;
     const recent = (entry: IndexEntry): boolean => !(Date.parse(entry.lastModified) < this.listingStartedAt - skew);

@@ -249,6 +249,26 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(await listKeys(store, `${BASE}_control/`)).toEqual([]);
   });
 
+  it('stops at a partition too large for its memory with IndexTooLargeError naming it, the partitions before it healed', async () => {
+    const { store, root } = await shardFirstRoot();
+    await putObjects(store, Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`${BASE}logs/more-${i}.log`, 'x'])));
+
+    // Room for the small partitions, not for the 22 objects of `logs`.
+    const heal = healRoot(connectStore(store.bucket), root, {
+      mode: 'repair',
+      chunkEntries: 1,
+      memoryBudget: 10_000,
+      lister: parallelLister({ pageSize: 2 }),
+    });
+
+    await expect(heal).rejects.toMatchObject({ name: 'IndexTooLargeError', partition: 'logs' });
+    await expect(heal).rejects.toThrow(/partition logs holds \d+ objects or more; the partitions committed before it stay healed/);
+    const healed = await partitionsNow(store);
+    expect(truth().get('data--a--b--c')).toHaveLength(2);
+    expect(healed.get('data--a--b--c')).toEqual(truth().get('data--a--b--c'));
+    expect(healed.get('logs')).not.toEqual(truth().get('logs'));
+  });
+
   it('commits partitions before the listing has ended', async () => {
     const { store, root, meta } = await shardFirstRoot();
     const reader = connectStore(store.bucket);
