@@ -6,6 +6,8 @@
  * is its own. At the end every partition file is checked against a listing of the root.
  */
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateQueueCommand, DeleteMessageBatchCommand, type Message, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { LAMBDA_BUNDLE, sqsRecordFromMessage } from '../support/event-source';
@@ -38,24 +40,29 @@ interface Invocation {
 const heapFor = (memoryMb: number): number => Math.floor(memoryMb * 0.85);
 
 function invokeOnce(env: NodeJS.ProcessEnv, event: unknown, timeoutMs: number, memoryMb: number): Promise<Invocation> {
+  const resultFile = join(tmpdir(), `invoke-once-${process.pid}-${Date.now()}.json`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [`--max-old-space-size=${heapFor(memoryMb)}`, join(__dirname, 'invoke-once.js')], {
-      env: { ...env, LAMBDA_BUNDLE, INVOKE_EVENT: JSON.stringify(event), INVOKE_TIMEOUT_MS: String(timeoutMs) },
+      env: {
+        ...env,
+        LAMBDA_BUNDLE,
+        INVOKE_EVENT: JSON.stringify(event),
+        INVOKE_TIMEOUT_MS: String(timeoutMs),
+        INVOKE_RESULT_FILE: resultFile,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let out = '';
     let errTail = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out = (out + chunk.toString()).slice(-20_000);
-    });
+    child.stdout.resume();
     child.stderr.on('data', (chunk: Buffer) => {
       errTail = (errTail + chunk.toString()).slice(-4000);
     });
     child.on('error', reject);
     child.on('exit', (code) => {
-      const last = out.trim().split('\n').pop() ?? '';
-      if (code !== 0 || !last.startsWith('{"result"')) reject(new Error(`an invocation failed (exit ${code}): ${errTail.trim() || last}`));
-      else resolve(JSON.parse(last) as Invocation);
+      const written = existsSync(resultFile) ? readFileSync(resultFile, 'utf8') : '';
+      rmSync(resultFile, { force: true });
+      if (code !== 0 || !written) reject(new Error(`an invocation failed (exit ${code}): ${errTail.trim()}`));
+      else resolve(JSON.parse(written) as Invocation);
     });
   });
 }

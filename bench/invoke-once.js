@@ -1,6 +1,6 @@
 // One cold invocation of the bundle (`dist/lambda/index.js`) for the benchmark's ten-million-object row:
 // the event comes as JSON in INVOKE_EVENT, the remaining-time clock starts at INVOKE_TIMEOUT_MS, and the
-// last line of stdout is JSON with the handler's result and this process's peak RSS.
+// handler's result and this process's peak RSS are written as JSON to INVOKE_RESULT_FILE.
 'use strict';
 
 const started = Date.now();
@@ -24,7 +24,10 @@ async function main() {
   };
   const result = await handler(JSON.parse(process.env.INVOKE_EVENT), context);
   const peakRssMb = process.resourceUsage().maxRSS / 1024;
-  process.stdout.write(`\n${JSON.stringify({ result, peakRssMb, seconds: (Date.now() - started) / 1000 })}\n`);
+  require('node:fs').writeFileSync(
+    process.env.INVOKE_RESULT_FILE,
+    JSON.stringify({ result, peakRssMb, seconds: (Date.now() - started) / 1000 }),
+  );
 }
 
 main().catch((err) => {
