@@ -7,7 +7,7 @@
  *
  * Alone, for choosing the default concurrency or measuring under a known load:
  *   npx tsx bench/hydrate.ts [--objects 5000] [--latency-ms 30] [--runs 3] [--concurrency 8,16,32,64] [--no-peers]
- *                            [--baseline-cli <another checkout>/dist/cli/cli.js] [--busy-cores N]
+ *                            [--baseline-cli <another checkout>/dist/cli/cli.js] [--busy-cores N] [--cpu-prof-dir <dir>]
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -81,9 +81,10 @@ function childEnv(): NodeJS.ProcessEnv {
 }
 
 /** `datastore-indexer hydrate` (the bundled command, as users run it) of the root into `dir`. */
-function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: string) => Promise<ChildRun> {
+function hydrateCommand(target: Target, concurrency?: number, cli = CLI, profileDir?: string): (dir: string) => Promise<ChildRun> {
   return (dir) => {
     const args = [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
       cli,
       'hydrate',
       '--bucket',
@@ -159,6 +160,8 @@ export interface HydrateBenchOptions {
   readonly peers: boolean;
   /** Another build of the command (its `dist/cli/cli.js`) to measure at the default concurrency, e.g. main's. */
   readonly baselineCli?: string;
+  /** A folder where each run of our hydrate writes a V8 CPU profile (`node --cpu-prof`). */
+  readonly profileDir?: string;
 }
 
 /** The bucket and root the hydrate rows use (5,000 objects under `team` by default). */
@@ -181,7 +184,8 @@ export async function hydrateMeasures(
   const target: Target = { endpoint: model.endpoint, ...HYDRATE_TARGET };
   await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
   const measures: Record<string, () => Promise<Timing>> = {};
-  for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c), kept);
+  for (const c of o.concurrencies)
+    measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c, CLI, o.profileDir), kept);
   if (o.baselineCli)
     measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli), kept);
   const missing: string[] = [];
@@ -319,6 +323,7 @@ async function main(): Promise<void> {
       'no-peers': { type: 'boolean' },
       'baseline-cli': { type: 'string' },
       'busy-cores': { type: 'string', default: '0' },
+      'cpu-prof-dir': { type: 'string' },
     },
   });
   process.env.AWS_ACCESS_KEY_ID ??= 'bench';
@@ -334,6 +339,7 @@ async function main(): Promise<void> {
       concurrencies: values.concurrency ? values.concurrency.split(',').map(Number) : [undefined],
       peers: !values['no-peers'],
       baselineCli: values['baseline-cli'],
+      profileDir: values['cpu-prof-dir'],
     });
     process.stdout.write(
       `${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`,
