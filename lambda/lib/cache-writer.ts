@@ -1,8 +1,8 @@
 /**
- * The cache's downloaded files written on threads of their own. Creating a file is mostly kernel time
+ * The cache's downloaded files written on a thread of their own. Creating a file is mostly kernel time
  * (mkdir, open, write, close, rename), which on the main thread would sit between the answers it reads; on
  * libuv's pool each of those calls costs two hand-offs. Here a file costs the main thread one message,
- * sent with others in a batch, and a thread makes each file with synchronous calls.
+ * sent with others in a batch, and the thread makes each file with synchronous calls.
  */
 import { Worker } from 'node:worker_threads';
 import { constants } from 'node:fs';
@@ -100,20 +100,12 @@ function errorOf(failure: Failure): Error {
 }
 
 /**
- * Threads that write: two, so that one file whose create waits on the disk does not hold up the others
- * behind it, while a process of two busy threads still leaves a core to the main one on a small machine.
+ * Writes whole files into one cache from a thread of its own, started on the first write. One thread: each
+ * file is renamed out of the parts folder, and a rename across folders takes a lock of the whole file
+ * system, on which a second writing thread spends more kernel time than it saves.
  */
-const THREADS = 2;
-
-/** One writing thread and how many of its files are not answered yet. */
-interface Thread {
-  readonly worker: Worker;
-  pending: number;
-}
-
-/** Writes whole files into one cache from threads of their own, each started when first needed. */
 export class CacheWriter {
-  private readonly threads: Thread[] = [];
+  private worker?: Worker;
   private queue: Job[] = [];
   private readonly waiting = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
   private nextId = 0;
@@ -145,26 +137,18 @@ export class CacheWriter {
     this.flushing = false;
     const jobs = this.queue;
     this.queue = [];
-    if (jobs.length === 0 || this.stopped) return;
-    const thread = this.leastBusy();
-    thread.pending += jobs.length;
-    thread.worker.postMessage(
+    if (jobs.length === 0) return;
+    const worker = this.start();
+    worker.postMessage(
       jobs,
       jobs.map((j) => j.body.buffer as ArrayBuffer),
     );
   }
 
-  /** The thread with the fewest files pending, a new one when every thread has some and another may start. */
-  private leastBusy(): Thread {
-    let best: Thread | undefined;
-    for (const thread of this.threads) if (!best || thread.pending < best.pending) best = thread;
-    if (best && (best.pending === 0 || this.threads.length >= THREADS)) return best;
-    const thread: Thread = {
-      worker: new Worker(THREAD_SOURCE, { eval: true, workerData: { made: this.made, flags: PART_FLAGS } }),
-      pending: 0,
-    };
-    thread.worker.on('message', (answers: [number, Failure?][]) => {
-      thread.pending -= answers.length;
+  private start(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { made: this.made, flags: PART_FLAGS } });
+    worker.on('message', (answers: [number, Failure?][]) => {
       for (const [id, failure] of answers) {
         const waiter = this.waiting.get(id);
         this.waiting.delete(id);
@@ -173,20 +157,21 @@ export class CacheWriter {
       }
     });
     const stop = (why: string): void => {
-      this.stopped ??= new CacheError(`A thread that writes the cache's files stopped (${why})`, 'Run the same command again to resume');
+      this.stopped ??= new CacheError(`The thread that writes the cache's files stopped (${why})`, 'Run the same command again to resume');
       for (const waiter of this.waiting.values()) waiter.reject(this.stopped);
       this.waiting.clear();
     };
-    thread.worker.on('error', (err) => stop(err.message));
-    thread.worker.on('exit', (code) => stop(`exit code ${code}`));
-    this.threads.push(thread);
-    return thread;
+    worker.on('error', (err) => stop(err.message));
+    worker.on('exit', (code) => stop(`exit code ${code}`));
+    this.worker = worker;
+    return worker;
   }
 
-  /** Stops the threads; called once every write has been answered. */
+  /** Stops the thread once every write has been answered. */
   async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
     this.stopped ??= new CacheError('The cache writer was closed', 'This is a bug: report it');
-    const threads = this.threads.splice(0);
-    await Promise.all(threads.map((t) => t.worker.terminate()));
+    if (worker) await worker.terminate();
   }
 }
