@@ -9,6 +9,7 @@
  * Alone, for choosing the default concurrency or measuring under a known load:
  *   npx tsx bench/hydrate.ts [--objects 5000] [--latency-ms 30] [--runs 3] [--concurrency 8,16,32,64] [--no-peers]
  *                            [--baseline-cli <another checkout>/dist/cli/cli.js] [--busy-cores N] [--cpu-prof-dir <dir>]
+ *                            [--only 'transfers 128,aws'] (peer rows whose name holds one of these)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -178,6 +179,8 @@ export interface HydrateBenchOptions {
   readonly baselineCli?: string;
   /** A folder where each run of our hydrate writes a V8 CPU profile (`node --cpu-prof`). */
   readonly profileDir?: string;
+  /** Measure only the rows whose name holds one of these. @default every row */
+  readonly only?: readonly string[];
 }
 
 /** The bucket and root the hydrate rows use (5,000 objects under `team` by default). */
@@ -206,21 +209,22 @@ export async function hydrateMeasures(
     measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli), kept);
   const missing: string[] = [];
   const versions: string[] = [];
+  const wanted = (name: string): boolean => !o.only || o.only.some((part) => name.includes(part));
   if (o.peers) {
     const rclone = toolVersion('rclone');
     const aws = toolVersion('aws');
     if (rclone) {
       versions.push(rclone);
       for (const [name, flags] of Object.entries(RCLONE_COPY_ROWS))
-        measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags), kept);
+        if (wanted(name)) measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags), kept);
     } else missing.push('rclone copy: skipped, rclone is not installed (apt-get install -y rclone)');
-    if (aws) {
+    if (aws && wanted(AWS_SYNC_ROW)) {
       versions.push(aws.split(' ')[0]);
       const configDir = await mkdtemp(join(tmpdir(), 'bench-aws-config-'));
       kept.push(configDir);
       const sync = awsSync(target, await fastAwsConfig(configDir));
       measures[AWS_SYNC_ROW] = () => intoEmptyFolder(model, target, sync, kept);
-    } else missing.push('aws s3 sync: skipped, the AWS CLI is not installed (apt-get install -y awscli)');
+    } else if (!aws) missing.push('aws s3 sync: skipped, the AWS CLI is not installed (apt-get install -y awscli)');
   }
   return { measures, missing, versions };
 }
@@ -344,6 +348,7 @@ async function main(): Promise<void> {
       'baseline-cli': { type: 'string' },
       'busy-cores': { type: 'string', default: '0' },
       'cpu-prof-dir': { type: 'string' },
+      only: { type: 'string' },
     },
   });
   process.env.AWS_ACCESS_KEY_ID ??= 'bench';
@@ -360,6 +365,7 @@ async function main(): Promise<void> {
       peers: !values['no-peers'],
       baselineCli: values['baseline-cli'],
       profileDir: values['cpu-prof-dir'],
+      only: values.only?.split(','),
     });
     process.stdout.write(
       `${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`,
