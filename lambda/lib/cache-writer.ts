@@ -100,9 +100,9 @@ function errorOf(failure: Failure): Error {
 }
 
 /**
- * Writes whole files into one cache from a thread of its own, started on the first write. One thread: each
- * file is renamed out of the parts folder, and a rename across folders takes a lock of the whole file
- * system, on which a second writing thread spends more kernel time than it saves.
+ * Writes whole files into one cache from a thread of its own, started on the first write. One thread: a
+ * second one cost more kernel time than it saved, as each file's rename across folders takes a lock of the
+ * whole file system.
  */
 export class CacheWriter {
   private worker?: Worker;
