@@ -1,17 +1,19 @@
 /**
  * The hydrate rows of the benchmark: `datastore-indexer hydrate` of an unindexed root (heal, then download
  * every file), rclone copy as a user after speed runs it (`--transfers 32` with `--checkers 32`, with
- * `--fast-list`, with both; and its default 8 checkers, labelled so) and `aws s3 sync` of the same root on
+ * `--fast-list`, with both; and its default 8 checkers, labelled so) and `aws s3 sync` (with
+ * `max_concurrent_requests` at 128 through an AWS config file, as its users raise it) of the same root on
  * the S3 model, each into an empty folder, each a child process whose CPU time (user + sys, from the shell's
  * `times`) is counted, each run with the machine's load beside it (bench/load.ts).
  *
  * Alone, for choosing the default concurrency or measuring under a known load:
  *   npx tsx bench/hydrate.ts [--objects 5000] [--latency-ms 30] [--runs 3] [--concurrency 8,16,32,64] [--no-peers]
- *                            [--baseline-cli <another checkout>/dist/cli/cli.js] [--busy-cores N]
+ *                            [--baseline-cli <another checkout>/dist/cli/cli.js] [--busy-cores N] [--cpu-prof-dir <dir>]
+ *                            [--only 'transfers 128,aws'] (peer rows whose name holds one of these)
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -81,9 +83,10 @@ function childEnv(): NodeJS.ProcessEnv {
 }
 
 /** `datastore-indexer hydrate` (the bundled command, as users run it) of the root into `dir`. */
-function hydrateCommand(target: Target, concurrency?: number, cli = CLI): (dir: string) => Promise<ChildRun> {
+function hydrateCommand(target: Target, concurrency?: number, cli = CLI, profileDir?: string): (dir: string) => Promise<ChildRun> {
   return (dir) => {
     const args = [
+      ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
       cli,
       'hydrate',
       '--bucket',
@@ -125,8 +128,23 @@ function rcloneCopy(target: Target, flags: readonly string[]): (dir: string) => 
   return (dir) => timed('rclone', ['copy', ...flags, `bench:${target.bucket}/${target.prefix}`, dir], env);
 }
 
-/** `aws s3 sync` (its defaults) of the root into `dir`. */
-function awsSync(target: Target): (dir: string) => Promise<ChildRun> {
+/** What the `aws s3 sync` row is named, and the request slots its AWS config file gives it. */
+export const AWS_SYNC_ROW = 'aws s3 sync (max_concurrent_requests 128)';
+const AWS_MAX_CONCURRENT_REQUESTS = 128;
+
+/**
+ * Writes the AWS config file of a user after speed (`s3` section, `max_concurrent_requests` raised from its
+ * default 10) into `dir`, and returns its path, for `AWS_CONFIG_FILE`.
+ */
+async function fastAwsConfig(dir: string): Promise<string> {
+  const file = join(dir, 'config');
+  await writeFile(file, `[default]\ns3 =\n  max_concurrent_requests = ${AWS_MAX_CONCURRENT_REQUESTS}\n`);
+  return file;
+}
+
+/** `aws s3 sync` of the root into `dir`, with the AWS config file `configFile`. */
+function awsSync(target: Target, configFile: string): (dir: string) => Promise<ChildRun> {
+  const env = { ...childEnv(), AWS_CONFIG_FILE: configFile };
   return (dir) =>
     timed(
       'aws',
@@ -140,7 +158,7 @@ function awsSync(target: Target): (dir: string) => Promise<ChildRun> {
         '--only-show-errors',
         '--no-progress',
       ],
-      childEnv(),
+      env,
     );
 }
 
@@ -159,6 +177,10 @@ export interface HydrateBenchOptions {
   readonly peers: boolean;
   /** Another build of the command (its `dist/cli/cli.js`) to measure at the default concurrency, e.g. main's. */
   readonly baselineCli?: string;
+  /** A folder where each run of our hydrate writes a V8 CPU profile (`node --cpu-prof`). */
+  readonly profileDir?: string;
+  /** Measure only the rows whose name holds one of these. @default every row */
+  readonly only?: readonly string[];
 }
 
 /** The bucket and root the hydrate rows use (5,000 objects under `team` by default). */
@@ -181,23 +203,28 @@ export async function hydrateMeasures(
   const target: Target = { endpoint: model.endpoint, ...HYDRATE_TARGET };
   await model.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
   const measures: Record<string, () => Promise<Timing>> = {};
-  for (const c of o.concurrencies) measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c), kept);
+  for (const c of o.concurrencies)
+    measures[oursName(c)] = () => intoEmptyFolder(model, target, hydrateCommand(target, c, CLI, o.profileDir), kept);
   if (o.baselineCli)
     measures['hydrate (baseline build)'] = () => intoEmptyFolder(model, target, hydrateCommand(target, undefined, o.baselineCli), kept);
   const missing: string[] = [];
   const versions: string[] = [];
+  const wanted = (name: string): boolean => !o.only || o.only.some((part) => name.includes(part));
   if (o.peers) {
     const rclone = toolVersion('rclone');
     const aws = toolVersion('aws');
     if (rclone) {
       versions.push(rclone);
       for (const [name, flags] of Object.entries(RCLONE_COPY_ROWS))
-        measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags), kept);
+        if (wanted(name)) measures[name] = () => intoEmptyFolder(model, target, rcloneCopy(target, flags), kept);
     } else missing.push('rclone copy: skipped, rclone is not installed (apt-get install -y rclone)');
-    if (aws) {
+    if (aws && wanted(AWS_SYNC_ROW)) {
       versions.push(aws.split(' ')[0]);
-      measures['aws s3 sync'] = () => intoEmptyFolder(model, target, awsSync(target), kept);
-    } else missing.push('aws s3 sync: skipped, the AWS CLI is not installed (apt-get install -y awscli)');
+      const configDir = await mkdtemp(join(tmpdir(), 'bench-aws-config-'));
+      kept.push(configDir);
+      const sync = awsSync(target, await fastAwsConfig(configDir));
+      measures[AWS_SYNC_ROW] = () => intoEmptyFolder(model, target, sync, kept);
+    } else if (!aws) missing.push('aws s3 sync: skipped, the AWS CLI is not installed (apt-get install -y awscli)');
   }
   return { measures, missing, versions };
 }
@@ -251,7 +278,8 @@ export function hydrateJson(timings: Record<string, Timing[]>, objects: number):
     rcloneCopyRequests: rival ? (med(timings[rival], (t) => t.requests) ?? null) : null,
     rcloneCopyCpuMsPerFile: rival ? (med(timings[rival], (t) => t.detail!.cpuMsPerFile) ?? null) : null,
     rcloneCopyUntunedS: s('rclone copy --transfers 32 (default 8 checkers, untuned)'),
-    awsS3SyncS: s('aws s3 sync'),
+    awsS3SyncS: s(AWS_SYNC_ROW),
+    awsS3SyncRequests: med(timings[AWS_SYNC_ROW], (t) => t.requests) ?? null,
     hydrateBusyCores: busyCores(),
     hydrateOtherCoresWorst: loads.length ? worstLoad(loads).otherCores : null,
   };
@@ -319,6 +347,8 @@ async function main(): Promise<void> {
       'no-peers': { type: 'boolean' },
       'baseline-cli': { type: 'string' },
       'busy-cores': { type: 'string', default: '0' },
+      'cpu-prof-dir': { type: 'string' },
+      only: { type: 'string' },
     },
   });
   process.env.AWS_ACCESS_KEY_ID ??= 'bench';
@@ -334,6 +364,8 @@ async function main(): Promise<void> {
       concurrencies: values.concurrency ? values.concurrency.split(',').map(Number) : [undefined],
       peers: !values['no-peers'],
       baselineCli: values['baseline-cli'],
+      profileDir: values['cpu-prof-dir'],
+      only: values.only?.split(','),
     });
     process.stdout.write(
       `${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`,

@@ -235,12 +235,17 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
   }
 
   let second: Record<string, Timing[]> | undefined;
+  let hydrateSecond: HydrateBenchResult | undefined;
   if (o.secondLatencyMs > 0) {
     log(`s3-model: ${o.objects} objects, ${o.secondLatencyMs} ms per request`);
     const model2 = await startModelProcess(o.secondLatencyMs);
     try {
       await model2.seed(target.bucket, { count: o.objects, prefix: target.prefix, layout: 'swamp' });
       second = await rounds(o.runs, coreMeasures({ ...target, endpoint: model2.endpoint }, o.parallelism), () => model2.cpuMs());
+      if (o.hydrateObjects > 0) {
+        log(`s3-model: hydrate, rclone copy and aws s3 sync of ${o.hydrateObjects} objects at ${o.secondLatencyMs} ms`);
+        hydrateSecond = await hydrateBench(model2, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
+      }
     } finally {
       await model2.stop();
     }
@@ -372,6 +377,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
   if (memory) out.push(...memory.lines);
   out.push('', fresh.table);
   if (hydrate) out.push('', hydrate.header, '', hydrate.table);
+  if (hydrateSecond) out.push('', hydrateSecond.header, '', hydrateSecond.table);
   out.push('', `heal rows: ${loadVerdict(readings)}`);
   process.stdout.write(`${out.join('\n')}\n`);
   if (o.json) {
@@ -428,6 +434,9 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
         : null,
       ...fresh.json,
       ...(hydrate?.json ?? { hydrateS: null, hydrateCpuMsPerFile: null, rcloneCopyS: null, awsS3SyncS: null }),
+      hydrateLatencyMs: hydrate ? o.latencyMs : null,
+      // The same keys at the second latency.
+      hydrateAtSecondLatency: hydrateSecond ? { latencyMs: o.secondLatencyMs, ...hydrateSecond.json } : null,
       cpus: cpus().length,
       loadAverage: [loadBefore, loadavg()[0]],
       loadAvg: loadavg()[0],

@@ -1,11 +1,12 @@
 /** The local cache's files: where a key lands, folders made one level at a time, downloads written whole through part files. */
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, open, opendir, rename, rm, rmdir, stat } from 'node:fs/promises';
-import { type Stats, closeSync, constants, createWriteStream, lstatSync, openSync, renameSync, writeFileSync } from 'node:fs';
+import { type Stats, closeSync, createWriteStream, lstatSync, openSync, renameSync, writeFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { IndexerError, UnsafeKeyError } from './errors';
+import { type CacheWriter, PART_FLAGS, fileInTheWay, linkRefusal } from './cache-writer';
+import { DownloadError, IndexerError, UnsafeKeyError } from './errors';
 import { CACHE_PARTS_DIR, CONTROL_DIR, INDEXER_DIR, segmentProblem } from './names';
 import type { S3Store } from './s3';
 
@@ -15,7 +16,8 @@ export function cachePathOf(cacheDir: string, rel: string): string {
   if (isAbsolute(rel) || rel.includes('\0') || rel.includes('\\') || segmentProblem(rel) !== undefined) {
     throw new UnsafeKeyError(rel);
   }
-  const path = resolve(root, ...rel.split('/'));
+  // With no empty, `.` or `..` segment, the key appended is already the resolved path where `/` separates.
+  const path = sep === '/' && root !== '/' ? `${root}/${rel}` : resolve(root, ...rel.split('/'));
   if (!path.startsWith(root + sep)) throw new UnsafeKeyError(rel);
   return path;
 }
@@ -47,14 +49,6 @@ export async function holdsOnly(path: string, besides: readonly string[] = []): 
   }
 }
 
-/** How a part file is opened: a symbolic link planted in its place is refused (ELOOP), never written through. */
-const PART_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
-
-/** Why hydrate will not write at or under `path`: a symbolic link stands there; it is never written through. */
-export function linkRefusal(path: string): string {
-  return `${path} is a symbolic link, and hydrate never writes through one; remove it, then run again`;
-}
-
 /** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
 const BUFFERED_BODY_MAX = 1 << 20;
 
@@ -73,7 +67,7 @@ export async function makeFolder(path: string): Promise<string[]> {
   for (let at = resolve(path); ; at = dirname(at)) {
     const info = await stat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : fail(at, err)));
     if (info) {
-      if (!info.isDirectory()) fail(at, Object.assign(new Error(), { code: 'ENOTDIR' }));
+      if (!info.isDirectory()) fail(at, { code: 'ENOTDIR' });
       break;
     }
     missing.unshift(at);
@@ -90,6 +84,11 @@ export async function makeFolder(path: string): Promise<string[]> {
  */
 export function partPathOf(cacheDir: string, path: string): string {
   return join(resolve(cacheDir), CACHE_PARTS_DIR, `${createHash('sha256').update(path).digest('hex').slice(0, 40)}.part`);
+}
+
+/** The part file of the `n`th download of a run, in `partsDir` (the real `CACHE_PARTS_DIR` of the cache): named without hashing, as one run has one download per number. */
+export function numberedPartPath(partsDir: string, n: number): string {
+  return `${partsDir}${sep}${n}.part`;
 }
 
 /** Removes the folder of temporary files (while the cache lock is held: another hydrate's parts are never touched). */
@@ -121,26 +120,40 @@ export function fileError(err: unknown, path: string): Error {
 }
 
 /**
- * Downloads an object to its part file (see `partPathOf`), then renames it to `path`: a run killed midway
- * leaves at most a part file, which never counts as present.
+ * Downloads an object to its part file (a part path such as `numberedPartPath`'s), then renames it to
+ * `path`: a run killed midway leaves at most a part file, which never counts as present. A body read whole
+ * is written by `writer`'s thread; a larger one streams to disk from this one.
  */
-export async function download(store: S3Store, key: string, path: string, part: string, dirs: Map<string, Promise<void>>): Promise<number> {
+export async function download(
+  store: S3Store,
+  key: string,
+  path: string,
+  part: string,
+  dirs: Map<string, Promise<void>>,
+  writer: CacheWriter,
+): Promise<number> {
   const object = await store.open(key);
-  if (!object) throw new Error(`object s3://${store.bucket}/${key} is gone (404)`);
+  if (!object)
+    throw new DownloadError(
+      `object s3://${store.bucket}/${key} is gone (404)`,
+      'It was deleted after the index was read; run hydrate again, which heals the index first',
+    );
   const expected = object.info.size;
-  // Read from the start, so that an error of the body is always heard, even while the folder is being made.
   const body = expected > 0 && expected <= BUFFERED_BODY_MAX ? readBody(object.stream) : undefined;
-  body?.catch(() => undefined); // awaited below
   try {
-    await Promise.all([madeDir(dirs, dirname(path)), madeDir(dirs, dirname(part))]);
     let size: number;
     if (body) {
       const chunks = await body;
       size = chunks.reduce((n, c) => n + c.length, 0);
       // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
-      if (size !== expected) throw new Error(`object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`);
-      writeWhole(path, part, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+      if (size !== expected)
+        throw new DownloadError(
+          `object s3://${store.bucket}/${key} sent ${size} bytes of the ${expected} announced`,
+          'The connection or the store cut it; run the same command again to resume',
+        );
+      await writer.write([dirname(path), dirname(part)], part, path, wholeCopy(chunks, size));
     } else {
+      await Promise.all([madeDir(dirs, dirname(path)), madeDir(dirs, dirname(part))]);
       await pipeline(object.stream, createWriteStream('', { fd: await open(part, PART_FLAGS) }));
       size = (await stat(part)).size;
       await rename(part, path);
@@ -169,9 +182,8 @@ export function madeDir(dirs: Map<string, Promise<void>>, dir: string): Promise<
         async (err: NodeJS.ErrnoException) => {
           if (err.code !== 'EEXIST') throw err;
           const info = await lstat(dir);
-          if (info.isSymbolicLink()) throw new Error(linkRefusal(dir));
-          if (!info.isDirectory())
-            throw new Error(`${dir} is a file where a folder should be (a key the index no longer holds?); remove it, then run again`);
+          if (info.isSymbolicLink()) throw linkRefusal(dir);
+          if (!info.isDirectory()) throw fileInTheWay(dir);
         },
       ),
     );
@@ -191,8 +203,22 @@ export function readBody(stream: Readable): Promise<Buffer[]> {
       resolve(chunks);
     });
     stream.once('error', reject);
-    stream.once('close', () => ended || reject(new Error('the connection closed before the body ended')));
+    stream.once(
+      'close',
+      () => ended || reject(new DownloadError('the connection closed before the body ended', 'Run the same command again to resume')),
+    );
   });
+}
+
+/** The chunks as one array of their own, which can be handed to another thread without copying again. */
+function wholeCopy(chunks: readonly Buffer[], size: number): Uint8Array {
+  const whole = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    whole.set(chunk, at);
+    at += chunk.length;
+  }
+  return whole;
 }
 
 /**

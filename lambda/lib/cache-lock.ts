@@ -38,6 +38,18 @@ function unwritable(cacheDir: string, err: unknown): CacheError {
   );
 }
 
+/** Any other failure to create the lock file, named with its path and code. */
+function lockFailure(path: string, err: unknown): CacheError {
+  const code = (err as NodeJS.ErrnoException)?.code ?? String(err);
+  return new CacheError(
+    `Cannot create the cache lock ${path} (${code}); nothing was downloaded`,
+    'Check the cache folder, then run again',
+    {
+      cause: err,
+    },
+  );
+}
+
 function parseBody(text: string): Partial<CacheLockBody> {
   try {
     const body: unknown = JSON.parse(text);
@@ -88,7 +100,7 @@ export class CacheLock {
         const code = (err as NodeJS.ErrnoException).code;
         // The holder finished and removed the control folder between our mkdir and our create: look again.
         if (code === 'ENOENT') continue;
-        if (code !== 'EEXIST') throw UNWRITABLE.has(code ?? '') ? unwritable(cacheDir, err) : err;
+        if (code !== 'EEXIST') throw UNWRITABLE.has(code ?? '') ? unwritable(cacheDir, err) : lockFailure(path, err);
       }
       const text = await readFile(path, 'utf8').catch(() => undefined);
       if (text === undefined) continue;

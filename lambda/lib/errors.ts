@@ -171,9 +171,14 @@ export class UnsafeKeyError extends IndexerError {
   }
 }
 
-/** The local cache folder cannot be used: empty, not writable, or its control folder unusable. */
+/** The local cache folder cannot be used: empty, not writable, its control folder unusable, or a link or file in the way. */
 export class CacheError extends IndexerError {
   override name = 'CacheError';
+}
+
+/** An indexed object could not be downloaded whole: gone since the index was read, or its body not the size S3 announced. */
+export class DownloadError extends IndexerError {
+  override name = 'DownloadError';
 }
 
 /**

@@ -5,22 +5,23 @@ import {
   cachePathOf,
   download,
   holdsOnly,
-  linkRefusal,
   localFile,
   madeDir,
   makeFolder,
+  numberedPartPath,
   partPathOf,
   removeEmptyControlFolders,
   removePartsFolder,
   writeAtomically,
 } from './cache-files';
 import { CacheLock } from './cache-lock';
+import { CacheWriter, linkRefusal } from './cache-writer';
 import { mapLimit } from './concurrency';
-import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError } from './errors';
+import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError, UnexpectedError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 import { type DatastoreIndex, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
-import { CONTROL_DIR, INDEX_KEY, scopeBase } from './names';
+import { CACHE_PARTS_DIR, CONTROL_DIR, INDEX_KEY, scopeBase } from './names';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 import type { S3Store } from './s3';
 
@@ -170,39 +171,44 @@ async function fill(
   const settle = (): void => options.onProgress?.(++done, total);
   const dirs = new Map([[cacheDir, Promise.resolve()]]);
   const collisions = fileFolderCollisions(index.entries.keys());
-
-  await mapLimit(index.entries.values(), options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY, async (entry) => {
-    let path: string;
-    try {
-      path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
-    } catch {
-      refused.push(entry.key);
-      return settle();
-    }
-    const folderKey = collisions.get(entry.key);
-    if (folderKey !== undefined) {
-      const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
-      failed.push({ key: entry.key, error });
-      return settle();
-    }
-    try {
-      const local = startedEmpty ? undefined : localFile(path);
-      if (local?.isSymbolicLink()) throw new Error(linkRefusal(path));
-      if (local?.isFile() && local.size === entry.size) {
-        // Present only if reached through real folders: a linked folder's files lie outside the cache.
-        await madeDir(dirs, dirname(path));
-        present++;
+  const partsDir = join(cacheDir, CACHE_PARTS_DIR);
+  const writer = new CacheWriter([cacheDir]);
+  try {
+    await mapLimit(index.entries.values(), options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY, async (entry, n) => {
+      let path: string;
+      try {
+        path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
+      } catch {
+        refused.push(entry.key);
         return settle();
       }
-      const size = await download(store, base + entry.key, path, partPathOf(cacheDir, path), dirs);
-      bytes += size;
-      pulled++;
-    } catch (err) {
-      if (err instanceof ArchivedObjectError) archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
-      else failed.push({ key: entry.key, error: (err as Error).message });
-    }
-    settle();
-  });
+      const folderKey = collisions.get(entry.key);
+      if (folderKey !== undefined) {
+        const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
+        failed.push({ key: entry.key, error });
+        return settle();
+      }
+      try {
+        const local = startedEmpty ? undefined : localFile(path);
+        if (local?.isSymbolicLink()) throw linkRefusal(path);
+        if (local?.isFile() && local.size === entry.size) {
+          // Present only if reached through real folders: a linked folder's files lie outside the cache.
+          await madeDir(dirs, dirname(path));
+          present++;
+          return settle();
+        }
+        const size = await download(store, base + entry.key, path, numberedPartPath(partsDir, n), dirs, writer);
+        bytes += size;
+        pulled++;
+      } catch (err) {
+        if (err instanceof ArchivedObjectError) archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
+        else failed.push({ key: entry.key, error: (err as Error).message });
+      }
+      settle();
+    });
+  } finally {
+    await writer.close();
+  }
 
   // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
   const indexCopy = join(cacheDir, INDEX_KEY);
@@ -247,7 +253,11 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
   try {
     const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
     const report = heal.scopes.find((s) => s.namespace === options.namespace);
-    if (!report) throw new Error(`healRoot reported no index for ${describeScope({ root, namespace: options.namespace })}`);
+    if (!report)
+      throw new UnexpectedError('hydrate', {
+        name: 'MissingScopeReport',
+        message: `the heal reported no index for ${describeScope({ root, namespace: options.namespace })}`,
+      });
     options.onHealed?.(heal);
     const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
     const index = report.index ?? (await indexAfterHeal(store, scope, report));

@@ -19,6 +19,7 @@ export {
   ConditionalWritesUnsupportedError,
   ConfigError,
   CredentialsError,
+  DownloadError,
   EmptyDatastoreError,
   HeldScopeError,
   IndexTooLargeError,

@@ -2,12 +2,12 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { cachePathOf, partPathOf } from '../../lambda/lib/cache-files';
+import { UnsafeKeyError } from '../../lambda/lib/errors';
+import { healRoot } from '../../lambda/lib/heal';
+import { healAndHydrate, hydrateCache } from '../../lambda/lib/hydrate';
 import { type DatastoreIndex, parseIndex } from '../../lambda/lib/index-file';
 import { S3Store } from '../../lambda/lib/s3';
-import { UnsafeKeyError } from '../../lambda/lib/errors';
-import { cachePathOf, partPathOf } from '../../lambda/lib/cache-files';
-import { healAndHydrate, hydrateCache } from '../../lambda/lib/hydrate';
-import { healRoot } from '../../lambda/lib/heal';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
 import { connectStore, faultyClient, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
 
@@ -145,7 +145,8 @@ describe('hydrateCache', () => {
     const report = await hydrateCache(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'r' } }, index, { cacheDir });
 
     expect(report).toMatchObject({ pulled: 2, present: 0, refused: [] });
-    expect(report.failed).toEqual([{ key: 'logs/gone.log', error: expect.stringMatching(/gone \(404\)/) }]);
+    // what the report (and the command's warning) says: what failed, and what to do
+    expect(report.failed).toEqual([{ key: 'logs/gone.log', error: expect.stringMatching(/gone \(404\)\. .*run hydrate again/) }]);
     expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'logs/a.log', 'logs/b.log']);
   });
 });
@@ -218,6 +219,8 @@ describe('hydrateCache, downloads that go wrong', () => {
 
     expect(report).toMatchObject({ pulled: 1, present: 0, refused: [] });
     expect(report.failed.map((f) => f.key)).toEqual(['logs/a.log', 'logs/b.log', 'logs/c.log']);
+    for (const { error } of report.failed)
+      expect(error).toMatch(/cache\/logs is a file where a folder should be .*\. Remove it, then run again$/);
     expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'data/x', 'logs']);
   });
 });
