@@ -36,13 +36,16 @@ interface Invocation {
   readonly seconds: number;
 }
 
-/** The V8 old space given to a function of `memoryMb`: most of it, as Lambda's Node runtime leaves some for the rest. */
-const heapFor = (memoryMb: number): number => Math.floor(memoryMb * 0.85);
+/** The heap flags the Lambda runtime gives a function of `memoryMb` (as `bench/memory-reach.ts` does): a tenth as new space, the rest old. */
+const heapFlags = (memoryMb: number): string[] => [
+  `--max-old-space-size=${memoryMb - Math.floor(memoryMb / 10)}`,
+  `--max-semi-space-size=${Math.floor(memoryMb / 20)}`,
+];
 
 function invokeOnce(env: NodeJS.ProcessEnv, event: unknown, timeoutMs: number, memoryMb: number): Promise<Invocation> {
   const resultFile = join(tmpdir(), `invoke-once-${process.pid}-${Date.now()}.json`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [`--max-old-space-size=${heapFor(memoryMb)}`, join(__dirname, 'invoke-once.js')], {
+    const child = spawn(process.execPath, [...heapFlags(memoryMb), join(__dirname, 'invoke-once.js')], {
       env: {
         ...env,
         LAMBDA_BUNDLE,
@@ -53,7 +56,10 @@ function invokeOnce(env: NodeJS.ProcessEnv, event: unknown, timeoutMs: number, m
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let errTail = '';
-    child.stdout.resume();
+    let outTail = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      outTail = (outTail + chunk.toString()).slice(-4000);
+    });
     child.stderr.on('data', (chunk: Buffer) => {
       errTail = (errTail + chunk.toString()).slice(-4000);
     });
@@ -61,7 +67,7 @@ function invokeOnce(env: NodeJS.ProcessEnv, event: unknown, timeoutMs: number, m
     child.on('exit', (code) => {
       const written = existsSync(resultFile) ? readFileSync(resultFile, 'utf8') : '';
       rmSync(resultFile, { force: true });
-      if (code !== 0 || !written) reject(new Error(`an invocation failed (exit ${code}): ${errTail.trim()}`));
+      if (code !== 0 || !written) reject(new Error(`an invocation failed (exit ${code}): ${errTail.trim()}\n${outTail.trim()}`));
       else resolve(JSON.parse(written) as Invocation);
     });
   });
