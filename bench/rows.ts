@@ -74,18 +74,23 @@ export async function unindex(target: Target): Promise<void> {
 
 /**
  * A full heal (mode repair) of an unindexed root, as the command and the Lambda run it; the index it
- * publishes is removed again afterwards, so every row lists the same objects.
+ * publishes is removed again afterwards, so every row lists the same objects. `indexed`: the root's index
+ * is healed where it stands (the caller drifted it), and kept.
  */
-export async function heal(target: Target, lister: Lister, options: { readonly keep?: boolean } = {}): Promise<Timing> {
-  await unindex(target);
+export async function heal(
+  target: Target,
+  lister: Lister,
+  options: { readonly keep?: boolean; readonly indexed?: boolean } = {},
+): Promise<Timing> {
+  if (!options.indexed) await unindex(target);
   const root: DatastoreRoot = { bucket: target.bucket, prefix: target.prefix };
   const store = new S3Store(createS3Client({ endpoint: target.endpoint, forcePathStyle: true }), target.bucket);
   const meter = meterDepth(store, process.env.BENCH_TRACE === '1');
   let listingDepth = 0;
   let listingCpuMs = 0;
-  const measured: Lister = async function* (s, prefix) {
+  const measured: Lister = async function* (s, prefix, hint) {
     const cpu = process.cpuUsage();
-    yield* lister(s, prefix);
+    yield* lister(s, prefix, hint);
     const used = process.cpuUsage(cpu);
     listingCpuMs = (used.user + used.system) / 1000;
     listingDepth = meter.depth();
@@ -120,7 +125,7 @@ export async function heal(target: Target, lister: Lister, options: { readonly k
         `${meter.trace.map((t) => `${t.depth}\t${t.op}\t${t.sentMs.toFixed(0)}\t${t.doneMs.toFixed(0)}\t${t.input}`).join('\n')}\n`,
       );
     store.client.destroy();
-    if (!options.keep) await unindex(target);
+    if (!options.keep && !options.indexed) await unindex(target);
   }
 }
 

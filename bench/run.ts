@@ -5,7 +5,8 @@
  * latency per request: 80 ms, about what S3 takes for a full ListObjectsV2 page; the floor and both heals
  * again at a second latency, 30 ms), side by side: the raw floor (the SDK's bare sequential ListObjectsV2 loop),
  * our full heal listing sequentially and in parallel (mode repair on an unindexed root: list, build,
- * publish), and rclone where installed; a smaller sanity row on moto, where requests cost CPU rather
+ * publish), the parallel heal of the same root indexed with 1% of its entries drifted (missing and stale;
+ * the listing cut by the index it reads, `healIndexedParallelS`), and rclone where installed; a smaller sanity row on moto, where requests cost CPU rather
  * than waiting; and without network, building and serialising a 1,000,000-entry index (time and peak
  * RSS, in a child process) and applying a 1,000-event delta to a 100,000-entry index. Prints a table of
  * medians; with --json, one JSON object as the last line. `BENCH_TRACE=1` prints every request of each
@@ -16,7 +17,8 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister } from '../lambda/lib/parallel-list';
-import { sequentialLister } from '../lambda/lib/list';
+import { type Lister, sequentialLister } from '../lambda/lib/list';
+import { DRIFT_SHARE, indexedHealMeasure } from './drift-index';
 import { freshnessBench } from './freshness';
 import { type LoadReading, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
 import { type Heal10M, heal10M } from './heal-10m';
@@ -25,7 +27,7 @@ import { type HydrateBenchResult, hydrateBench } from './hydrate';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
 import { type Row, median, table } from './report';
-import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneList, rcloneVersion } from './rows';
+import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneList, rcloneVersion, unindex } from './rows';
 
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
@@ -222,6 +224,10 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       }
     }
     timings = await rounds(o.runs, measures, () => model.cpuMs());
+    log(`s3-model: heal of the root indexed, ${DRIFT_SHARE * 100}% of its entries drifted (missing and stale) before each run`);
+    const indexedLister = (): Lister => parallelLister({ concurrency: o.parallelism, etags: false });
+    Object.assign(timings, await rounds(o.runs, { healIndexed: indexedHealMeasure(target, indexedLister) }, () => model.cpuMs()));
+    await unindex(target);
     if (o.hydrateObjects > 0) {
       log(`s3-model: hydrate, rclone copy and aws s3 sync of ${o.hydrateObjects} objects`);
       hydrate = await hydrateBench(model, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
@@ -269,6 +275,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
   const raw = med(timings.raw)!;
   const healSequential = med(timings.healSequential)!;
   const healParallel = med(timings.healParallel)!;
+  const healIndexed = med(timings.healIndexed)!;
   const rcloneTimes = Object.keys(rcloneModes)
     .map((name) => [name, med(timings[name])] as const)
     .filter((e): e is readonly [string, number] => e[1] !== undefined);
@@ -301,6 +308,13 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       floor: raw,
       requests: med(timings.healParallel, (t) => t.requests),
       note: split('healParallel'),
+    },
+    {
+      name: `heal of it indexed, ${DRIFT_SHARE * 100}% drifted (${o.parallelism})`,
+      seconds: healIndexed,
+      floor: raw,
+      requests: med(timings.healIndexed, (t) => t.requests),
+      note: `${split('healIndexed')}; ${detail('healIndexed', 'missing')} missing and ${detail('healIndexed', 'stale')} stale entries healed`,
     },
   ];
   if (rclone) {
@@ -368,7 +382,8 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
     '',
     `requests one after another (latencies deep) at ${o.latencyMs} ms: floor ${rawDepth} (${((rawDepth * o.latencyMs) / 1000).toFixed(2)} s), ` +
       `heal sequential ${depthOf('healSequential')}, heal parallel ${depthOf('healParallel')} ` +
-      `(${((depthOf('healParallel') * o.latencyMs) / 1000).toFixed(2)} s: ${(rawDepth / depthOf('healParallel')).toFixed(2)}x the floor on latency alone)`,
+      `(${((depthOf('healParallel') * o.latencyMs) / 1000).toFixed(2)} s: ${(rawDepth / depthOf('healParallel')).toFixed(2)}x the floor on latency alone), ` +
+      `heal indexed ${depthOf('healIndexed')} (${(rawDepth / depthOf('healIndexed')).toFixed(2)}x)`,
     `index of ${index.entries} entries from a synthetic listing (child process): list ${(index.listMs / 1000).toFixed(2)} s, ` +
       `build ${(index.buildMs / 1000).toFixed(2)} s, serialise ${(index.serializeMs / 1000).toFixed(2)} s (${(index.indexBytes / 1048576).toFixed(0)} MiB JSON); ` +
       `peak RSS ${index.peakRssMb.toFixed(0)} MiB (${index.baselineRssMb.toFixed(0)} MiB before), ${index.bytesPerEntry.toFixed(0)} bytes per entry`,
@@ -402,6 +417,12 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       publishDepth: detail('healParallel', 'publishDepth'),
       parallelDepth: depthOf('healParallel'),
       latencyBoundSpeedup: rawDepth / depthOf('healParallel'),
+      healIndexedParallelS: healIndexed,
+      indexedSpeedup: raw / healIndexed,
+      indexedRequests: med(timings.healIndexed, (t) => t.requests),
+      indexedListingDepth: detail('healIndexed', 'listingDepth'),
+      indexedDepth: depthOf('healIndexed'),
+      indexedLatencyBoundSpeedup: rawDepth / depthOf('healIndexed'),
       second: second
         ? {
             latencyMs: o.secondLatencyMs,

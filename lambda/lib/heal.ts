@@ -4,6 +4,7 @@ import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { healScope } from './heal-scope';
 import { healWhileListing, pagesInKeyOrder } from './heal-stream';
 import type { HealOptions, HealReport, ScopeReport } from './heal-types';
+import { PendingHint } from './index-hint';
 import { readLiveIndex } from './layouts/read';
 import { shardBaseFor } from './layouts/shard-chunk';
 import type { LiveIndex } from './layouts/types';
@@ -38,10 +39,13 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   // the default lister's window, before it can have buffered more than a round of pages.
   let window = Number.POSITIVE_INFINITY;
   // A heal keeps no listed ETag: they are not read.
-  const listing = startListing(options.lister ?? parallelLister({ window: () => window, etags: false }), store, base);
+  // The index a heal reads anyway tells the listing where to cut, once read (see `parallel-hint.ts`).
+  const hint = new PendingHint();
+  const listing = startListing(options.lister ?? parallelLister({ window: () => window, etags: false }), store, base, hint);
   try {
     const shards = await shardBaseFor(store, target);
-    if (!shards) return await healWhole(store, root, target, base, listing, options);
+    if (!shards) return await healWhole(store, root, target, base, listing, options, hint);
+    hint.none();
     window = PARTITION_WINDOW;
     const listed = await healWhileListing(
       store,
@@ -56,6 +60,7 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
     }
     return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
   } finally {
+    hint.none();
     await listing.stop();
   }
 }
@@ -68,9 +73,9 @@ interface StartedListing {
   stop(): Promise<void>;
 }
 
-function startListing(lister: Lister, store: S3Store, base: string): StartedListing {
+function startListing(lister: Lister, store: S3Store, base: string, hint: PendingHint): StartedListing {
   const startedAt = Date.now();
-  const iterator = lister(store, base)[Symbol.asyncIterator]();
+  const iterator = lister(store, base, hint.promise)[Symbol.asyncIterator]();
   const first = iterator.next();
   first.catch(() => undefined);
   return {
@@ -94,10 +99,12 @@ async function healWhole(
   base: string,
   listing: StartedListing,
   options: HealOptions,
+  hint: PendingHint,
 ): Promise<HealReport> {
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
   const early = readLiveIndex(store, target);
   early.catch(() => undefined);
+  hint.from(early);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.
   const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
   const listedName = describeScope(target);

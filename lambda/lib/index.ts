@@ -78,6 +78,7 @@ export type { LockClock } from './lock-clock';
 export { HeldLocks, type Releasable } from './held-locks';
 export { type Lister, type ScopedListing, sequentialLister } from './list';
 export { type ParallelListOptions, parallelLister } from './parallel-list';
+export type { ListingHint } from './parallel-hint';
 export { type ResumableRepairOptions, type ResumableRepairResult, repairResumable } from './repair';
 
 // Hydrate: heal, then download what the index lists into a local cache.

@@ -2,11 +2,16 @@
 import type { ListedObject } from './index-file';
 import { isSkippedObject, namespaceOfMarker, topFolder } from './keys';
 import { NAMESPACE_MARKER, SHARD_DIR, namespaceMarkerKey, partitionOfFile, scopeBase, segmentProblem } from './names';
+import type { ListingHint } from './parallel-hint';
 import type { ListPage, S3Store } from './s3';
 import type { DatastoreRoot, IndexScope } from './scope';
 
-/** Produces every object under a key prefix as a stream of pages, in any order. */
-export type Lister = (store: S3Store, prefix: string) => AsyncIterable<ListPage>;
+/**
+ * Produces every object under a key prefix as a stream of pages, in any order. `hint`, when given, says
+ * (once an index is read) where keys lie under the prefix: a lister may cut its work by it, never take
+ * its keys from it.
+ */
+export type Lister = (store: S3Store, prefix: string, hint?: PromiseLike<ListingHint | undefined>) => AsyncIterable<ListPage>;
 
 /** One ListObjectsV2 walk, page after page. */
 export const sequentialLister: Lister = (store, prefix) => store.listPages({ prefix });

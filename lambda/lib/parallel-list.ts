@@ -10,7 +10,8 @@ import { ConfigError, IndexerError } from './errors';
 import { MIN_SLICE_PAGES, compareKeys, extrapolate, piecesOf, spread } from './key-space';
 import type { Lister } from './list';
 import { folderChain, planCut, wideFolderCuts } from './parallel-cuts';
-import { type Hints, type Segment, type Slice, Slots, endOf } from './parallel-slices';
+import { type ListingHint, cutByHint, runsLong, sampleHint } from './parallel-hint';
+import { type Hints, type Segment, type Slice, Slots, endOf, newSlice } from './parallel-slices';
 import type { ListPage, S3Store } from './s3';
 
 /** How to list in parallel. */
@@ -66,6 +67,7 @@ class ParallelListing {
     private readonly window: () => number,
     private readonly etags: boolean,
     private readonly startAfter: string | undefined,
+    private readonly hint?: PromiseLike<ListingHint | undefined>,
   ) {
     this.slots = new Slots(concurrency);
     this.target = concurrency;
@@ -75,6 +77,7 @@ class ParallelListing {
     // No reference to the first slice is kept: slices link to the next, and a listing read is let go.
     let slice: Slice | undefined = this.slice(this.startAfter, [{ prefix: this.base }]);
     this.track(this.split(slice));
+    if (this.hint) this.hinted(this.hint).catch((err: unknown) => this.fail(err)); // untracked: the end waits for no hint
     try {
       for (; slice; slice = slice.next) {
         this.head = slice;
@@ -105,19 +108,19 @@ class ParallelListing {
     for (const wake of waiters) wake();
   }
 
+  private fail(err: unknown): void {
+    this.failure ??= err;
+    this.notify();
+  }
+
   private track(work: Promise<void>): void {
-    const tracked: Promise<void> = work
-      .catch((err: unknown) => {
-        this.failure ??= err;
-        this.notify();
-      })
-      .finally(() => this.running.delete(tracked));
+    const tracked: Promise<void> = work.catch((err: unknown) => this.fail(err)).finally(() => this.running.delete(tracked));
     this.running.add(tracked);
   }
 
   /** Creates a slice and starts listing it. */
   private slice(after: string | undefined, segments: Segment[], hints?: Hints): Slice {
-    const slice: Slice = { after, segments, pages: [], recent: [], done: false, splitting: false, depth: 0, failedSplits: 0, hints };
+    const slice = newSlice(after, segments, hints);
     this.unfinished++;
     if (this.unfinished >= this.target) this.saturated = true;
     this.track(this.run(slice));
@@ -171,7 +174,8 @@ class ParallelListing {
         // The segment may have been cut while the request was out: read its end now.
         const current = slice.segments[0];
         if (next.done || this.take(slice, current, next.value) || next.value.truncated === false) return;
-        if (!slice.splitting && slice.failedSplits < MAX_FAILED_SPLITS && this.listing() < this.target) this.track(this.split(slice));
+        if (runsLong(slice) && !slice.splitting && slice.failedSplits < MAX_FAILED_SPLITS && this.listing() < this.target)
+          this.track(this.split(slice));
       }
     } finally {
       await pages.return(undefined);
@@ -218,6 +222,7 @@ class ParallelListing {
     }
     slice.last = last;
     slice.recent = objects;
+    slice.taken++;
     if (end > 0) {
       slice.pages.push({ objects: end === objects.length ? objects : objects.slice(0, end), prefixes: [] });
       this.buffered++;
@@ -344,6 +349,15 @@ class ParallelListing {
     return wideFolderCuts(slice, this.pageSize, count, inside);
   }
 
+  /** Once the hint comes, cuts what every slice has left by it (`cutByHint`); with none, splitting goes on as it would. */
+  private async hinted(hint: PromiseLike<ListingHint | undefined>): Promise<void> {
+    const sample = sampleHint(this.base, await Promise.resolve(hint).catch(() => undefined));
+    if (!sample || this.stopped) return;
+    cutByHint(sample, this.head, this.target, this.pageSize, (slice, bounds) =>
+      this.cut(slice, bounds, [], slice.hints ?? { folder: '', children: [] }),
+    );
+  }
+
   /** Cuts the rest of a slice's current segment at the bounds given (see `planCut`) into new slices, linked after it in key order. */
   private cut(slice: Slice, fine: string[], coarse: string[], hints: Hints, probed?: ListPage): void {
     const following = slice.next;
@@ -381,5 +395,6 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
     throw new ConfigError(`The listing window must be a whole number of at least 1, got ${given}`);
   const window = typeof given === 'number' ? () => given : given;
   const etags = options.etags ?? true;
-  return (store, prefix) => new ParallelListing(store, prefix, concurrency, pageSize, window, etags, options.startAfter).pages();
+  return (store, prefix, hint) =>
+    new ParallelListing(store, prefix, concurrency, pageSize, window, etags, options.startAfter, hint).pages();
 }

@@ -30,6 +30,15 @@ export interface Slice {
   failedSplits: number;
   /** Sub-folders of `hints.folder` a probe already found inside the slice: cut at them without probing again. */
   hints?: Hints;
+  /** Pages a listing hint says the slice holds: it is cut further only once it has listed more. */
+  expected?: number;
+  /** Pages listed so far. */
+  taken: number;
+}
+
+/** A slice not yet listed. */
+export function newSlice(after: string | undefined, segments: Segment[], hints?: Hints): Slice {
+  return { after, segments, pages: [], recent: [], done: false, splitting: false, depth: 0, failedSplits: 0, hints, taken: 0 };
 }
 
 /** Sub-folders (`children`, sorted) of one folder. */

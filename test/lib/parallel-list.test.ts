@@ -9,6 +9,7 @@ import { compareKeys, cutRest } from '../../lambda/lib/key-space';
 import { healRoot } from '../../lambda/lib/heal';
 import { isRefusedKey } from '../../lambda/lib/keys';
 import { listScopes, sequentialLister } from '../../lambda/lib/list';
+import type { ListingHint } from '../../lambda/lib/parallel-hint';
 import { parallelLister } from '../../lambda/lib/parallel-list';
 import { connectStore, putObjects, readIndex, summarize, testStore } from '../helpers/s3';
 import { sleep } from '../../support/sleep';
@@ -320,6 +321,114 @@ describe('parallelLister against an in-memory S3', () => {
     expect(() => parallelLister({ concurrency: 0 })).toThrow(/concurrency/);
     expect(() => parallelLister({ concurrency: 2.5 })).toThrow(/concurrency/);
     expect(() => parallelLister({ pageSize: 1001 })).toThrow(/page size/);
+  });
+});
+
+describe('parallelLister with a hint', () => {
+  /** The keys of `keys` under `root/`, relative to it, as an index of that root holds them. */
+  const hintOf = (keys: readonly string[]): ListingHint => {
+    const rel = keys.filter((k) => k.startsWith('root/')).map((k) => k.slice('root/'.length));
+    return { keys: rel, count: rel.length };
+  };
+
+  /** A hint given once the consumer has taken its first page, as a heal's index read lands mid-listing. */
+  async function keysWithLateHint(lister: ReturnType<typeof parallelLister>, store: S3Store, hint: ListingHint): Promise<string[]> {
+    let give: (h: ListingHint) => void = () => undefined;
+    const late = new Promise<ListingHint>((resolve) => {
+      give = resolve;
+    });
+    const keys: string[] = [];
+    for await (const page of lister(store, 'root/', late)) {
+      for (const object of page.objects) keys.push(object.key);
+      give(hint);
+    }
+    return keys;
+  }
+
+  for (const [name, layout] of Object.entries(layouts)) {
+    it(`lists exactly the sequential listing, in order, with a true hint given at once or late: ${name}`, async () => {
+      const keys = layout();
+      const { store } = memoryStore(keys);
+      const expected = await keysOf(sequentialLister(store, 'root/'));
+      for (const [concurrency, pageSize] of [
+        [1, 1000],
+        [4, 7],
+        [16, 50],
+      ] as const) {
+        const lister = parallelLister({ concurrency, pageSize });
+        expect(await keysOf(lister(store, 'root/', Promise.resolve(hintOf(keys))))).toEqual(expected);
+        expect(await keysWithLateHint(lister, store, hintOf(keys))).toEqual(expected);
+      }
+    });
+  }
+
+  it('lists every key once and in order when the hint is wrong: keys added and removed since, all in one slice', async () => {
+    // GIVEN an index of 6,000 hash-named keys, and a root where, since, 2,000 keys were added between two of
+    // them and the 1,500 that followed were removed
+    const r = random(8);
+    const indexed = Array.from({ length: 6000 }, () => `root/data/m-${hex(r() * 2 ** 32)}/raw`).sort(compareKeys);
+    const added = Array.from({ length: 2000 }, (_, i) => `${indexed[3000]}-new/${hex(i, 4)}`);
+    const now = [...indexed.slice(0, 3001), ...added, ...indexed.slice(4500)];
+    const memory = memoryStore(now);
+    const expected = [...now].sort(compareKeys);
+
+    for (const [concurrency, pageSize] of [
+      [4, 7],
+      [16, 100],
+      [64, 13],
+    ] as const) {
+      // WHEN it is listed with the index's keys as the hint, at once or once a page is in
+      const lister = parallelLister({ concurrency, pageSize });
+      // THEN every key comes back once, in S3's order, and no removed key comes back
+      expect(await keysOf(lister(memory.store, 'root/', Promise.resolve(hintOf(indexed))))).toEqual(expected);
+      expect(await keysWithLateHint(lister, memory.store, hintOf(indexed))).toEqual(expected);
+    }
+  });
+
+  it('lists every key once and in order with an empty, absurd or failed hint', async () => {
+    const keys = [...layouts['a swamp-like datastore'](), ...layouts['boundary keys']()];
+    const { store } = memoryStore(keys);
+    const expected = await keysOf(sequentialLister(store, 'root/'));
+    const absurd: ListingHint[] = [
+      { keys: [], count: 0 },
+      { keys: [], count: Number.NaN },
+      { keys: ['', '/', '\uffff', '\u{10ffff}', 'root/', '../x', 'zz', 'zz'], count: -5 },
+      { keys: Array.from({ length: 5000 }, (_, i) => `elsewhere/${i}`), count: Number.POSITIVE_INFINITY },
+      { keys: ['data/only-one'], count: 1e12 },
+    ];
+    for (const [concurrency, pageSize] of [
+      [4, 7],
+      [16, 50],
+    ] as const) {
+      const lister = parallelLister({ concurrency, pageSize });
+      for (const hint of absurd) {
+        expect(await keysOf(lister(store, 'root/', Promise.resolve(hint)))).toEqual(expected);
+        expect(await keysWithLateHint(lister, store, hint)).toEqual(expected);
+      }
+      expect(await keysOf(lister(store, 'root/', Promise.resolve(undefined)))).toEqual(expected);
+      expect(await keysOf(lister(store, 'root/', Promise.reject(new Error('the index did not parse'))))).toEqual(expected);
+    }
+  });
+
+  it('lists a big flat folder in fewer requests one after another with a true hint than without', async () => {
+    // GIVEN 20,000 hash-named keys in one folder, 100 keys a page (200 pages), 16 requests at once
+    const r = random(9);
+    const keys = Array.from({ length: 20_000 }, () => `root/obj/${hex(r() * 2 ** 32)}${hex(r() * 2 ** 32)}`);
+    const blind = memoryStore(keys, { latencyMs: 5 });
+    const hinted = memoryStore(keys, { latencyMs: 5 });
+    const lister = parallelLister({ concurrency: 16, pageSize: 100 });
+
+    // WHEN it is listed blind, and with its keys as the hint from the start
+    const blindKeys = await keysOf(lister(blind.store, 'root/'));
+    const hintedKeys = await keysOf(lister(hinted.store, 'root/', Promise.resolve(hintOf(keys))));
+
+    // THEN both are complete, and the hinted listing is about as deep as its pages over the requests in flight
+    const expected = [...new Set(keys)].sort(compareKeys);
+    expect(blindKeys).toEqual(expected);
+    expect(hintedKeys).toEqual(expected);
+    expect(hinted.counts.depth).toBeLessThan(blind.counts.depth);
+    expect(hinted.counts.depth).toBeLessThanOrEqual(200 / 16 + 4);
+    expect(hinted.counts.probes).toBe(1);
   });
 });
 

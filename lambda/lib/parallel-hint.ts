@@ -1,0 +1,120 @@
+/**
+ * Where an index says the keys lie: a parallel listing told this before it has listed much cuts the key
+ * space into slices of about as many keys each, where blind splitting would find the same cuts a probe
+ * at a time. A hint only places cuts: what is listed still comes from the store alone, and a hint that is
+ * wrong costs requests, never a key.
+ */
+import { compareKeys } from './key-space';
+import { type Slice, endOf } from './parallel-slices';
+
+/** What a lister may be told before it lists: the keys an index holds under the listing's base. */
+export interface ListingHint {
+  /** Keys relative to the listing's base, in any order. */
+  readonly keys: Iterable<string>;
+  /** How many keys `keys` yields (an estimate is enough: it only sets how often a key is sampled). */
+  readonly count: number;
+}
+
+/** Keys sampled from a hint at most: cut points among a few dozen slices need no more. */
+const SAMPLE_KEYS = 4096;
+
+/** Some of a hint's keys, made full keys and sorted as S3 sorts them, each standing for `weight` keys. */
+export interface HintSample {
+  readonly keys: readonly string[];
+  readonly weight: number;
+}
+
+/** Every n-th key of `hint` under `base`, sorted; undefined when there is no hint or it holds no key. */
+export function sampleHint(base: string, hint: ListingHint | undefined): HintSample | undefined {
+  if (!hint) return undefined;
+  const step = Math.max(1, Math.ceil((Number.isFinite(hint.count) ? hint.count : 0) / SAMPLE_KEYS));
+  const keys: string[] = [];
+  let seen = 0;
+  for (const key of hint.keys) {
+    if (seen++ % step === 0) keys.push(base + key);
+  }
+  if (keys.length === 0) return undefined;
+  keys.sort(compareKeys);
+  return { keys, weight: seen / keys.length };
+}
+
+/** What is left of a slice's current segment: keys under `prefix` after `after` and up to `end`. */
+export interface Rest {
+  readonly prefix: string;
+  readonly after?: string;
+  /** The rest's end: no key past it (a cut at it would make an empty slice). */
+  readonly end?: string;
+}
+
+/** What is left of the segment `slice` lists now. */
+export function restOf(slice: Slice): Rest {
+  return { prefix: slice.segments[0].prefix, after: slice.last ?? slice.after, end: endOf(slice.segments[0]) };
+}
+
+/** Where to cut one rest, and the pages each of its pieces should take (the first piece is the slice itself). */
+export interface RestCut {
+  readonly bounds: string[];
+  readonly pages: number[];
+}
+
+/**
+ * Cuts for the rests of the slices listing now, in key order, so that they make about `pieces` slices of
+ * as many sampled keys each (none under a page): each rest is cut at sampled keys inside it.
+ */
+export function cutRests(sample: HintSample, rests: readonly Rest[], pieces: number, pageSize: number): RestCut[] {
+  const inside = rests.map((rest) => sample.keys.filter((key) => holds(rest, key)));
+  const total = inside.reduce((n, keys) => n + keys.length, 0);
+  const wanted = Math.max(1, Math.min(pieces, Math.round((total * sample.weight) / pageSize)));
+  const per = total / wanted;
+  return inside.map((keys) => {
+    const count = per > 0 ? Math.max(1, Math.round(keys.length / per)) : 1;
+    // Where each piece ends, by sampled keys taken: a piece ends at its last sampled key, inclusive.
+    const ends: number[] = [];
+    for (let i = 1; i < count; i++) {
+      const to = Math.round((i * keys.length) / count);
+      if (to > (ends[ends.length - 1] ?? 0) && to < keys.length) ends.push(to);
+    }
+    const edges = [0, ...ends, keys.length];
+    const pages = edges.slice(1).map((to, i) => ((to - edges[i]) * sample.weight) / pageSize);
+    return { bounds: ends.map((to) => keys[to - 1]), pages };
+  });
+}
+
+function holds(rest: Rest, key: string): boolean {
+  if (!key.startsWith(rest.prefix)) return false;
+  if (rest.after !== undefined && compareKeys(key, rest.after) <= 0) return false;
+  if (rest.end === undefined) return true;
+  return compareKeys(key, rest.end) < 0;
+}
+
+/** Whether a slice may be cut further: it has no hint, or has listed more pages than its hint said it holds. */
+export function runsLong(slice: Slice): boolean {
+  return slice.expected === undefined || slice.taken > Math.ceil(slice.expected);
+}
+
+/**
+ * Cuts what is left of every slice listing from `head` on (in key order) at the sample's keys into about `pieces` slices
+ * of as many sampled keys each, by `cut` (which links the slices it makes after the slice), and sets the
+ * pages each slice is expected to list.
+ */
+export function cutByHint(
+  sample: HintSample,
+  head: Slice | undefined,
+  pieces: number,
+  pageSize: number,
+  cut: (slice: Slice, bounds: string[]) => void,
+): void {
+  const open: Slice[] = [];
+  for (let slice = head; slice; slice = slice.next) if (!slice.done && slice.segments.length > 0) open.push(slice);
+  const cuts = cutRests(sample, open.map(restOf), pieces, pageSize);
+  open.forEach((slice, i) => {
+    const { bounds, pages } = cuts[i];
+    // Pages already taken count towards what the slice was expected to list.
+    slice.expected = slice.taken + pages[0];
+    if (bounds.length === 0) return;
+    cut(slice, bounds);
+    // A cut at range bounds links one slice per bound right after the slice cut.
+    let made = slice.next;
+    for (let j = 1; j < pages.length && made; j++, made = made.next) made.expected = pages[j];
+  });
+}
