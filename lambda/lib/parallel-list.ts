@@ -21,10 +21,9 @@ export interface ParallelListOptions {
   /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
   readonly pageSize?: number;
   /**
-   * Pages listed ahead of the consumer, at most, beyond the slice it reads from: slices further on wait
-   * while this many are buffered, so a slow consumer holds a window of the root, not the root. A window
-   * slows a listing whose first slice is long (the rest waits behind it). A function is asked at each
-   * request, for a caller that learns what it needs once the listing has begun. @default unbounded
+   * Pages listed ahead of the consumer, at most: the slices nearest it list first, so a slow consumer holds
+   * a window of the root, not the root. A function is asked at each request, for a caller that learns what
+   * it needs once the listing has begun. @default unbounded
    */
   readonly window?: number | (() => number);
   /** Whether listed objects carry their ETags (see `ListOptions.etags`). @default true */
@@ -97,7 +96,9 @@ class ParallelListing {
       }
       if (this.failure !== undefined) throw this.failure;
     } finally {
+      // Slices waiting for the window or the consumer wake to see the listing stopped.
       this.stopped = true;
+      this.notify();
       await Promise.allSettled([...this.running]);
     }
   }
@@ -183,9 +184,8 @@ class ParallelListing {
   }
 
   /**
-   * True when `slice` should wait before its next request: the window is full up to it, counting the pages
-   * of the slices before it in key order, which the consumer takes first. So the window goes to the slices
-   * nearest the consumer, and the consumer's own slice waits only for pages of its own.
+   * True when `slice` should wait before its next request: the window is full up to it, counting the pages of
+   * the slices before it in key order (the consumer takes them first); the consumer's own waits only for its own.
    */
   private ahead(slice: Slice): boolean {
     const window = this.window();

@@ -515,6 +515,23 @@ describe('parallelLister window', () => {
     expect(unbounded.maxAheadPages).toBeGreaterThan(200);
   });
 
+  it('ends at once when the consumer stops while slices wait for the window', async () => {
+    const all: string[] = [];
+    for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
+    const { store } = memoryStore(all);
+    const taken: string[] = [];
+    const lister = parallelLister({ concurrency: 8, pageSize: 10, window: 2 })(store, 'root/');
+    // The window fills while the consumer takes a few pages; stopping must not wait for a wake-up that never comes.
+    for await (const page of lister) {
+      taken.push(...page.objects.map((o) => o.key));
+      if (taken.length < 50) continue;
+      // Every request answered meanwhile: each slice now waits for the window, with nothing in flight.
+      await sleep(30);
+      break;
+    }
+    expect(taken).toEqual([...all].sort(compareKeys).slice(0, 50));
+  });
+
   it('keeps a windowed listing parallel for a consumer that keeps up: its requests follow one another no deeper than without a window', async () => {
     const all: string[] = [];
     for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
