@@ -27,6 +27,16 @@ export interface Heal10M {
   readonly objects: number;
   readonly remainingMs: number;
   readonly memoryMb: number;
+  /** What stopped the heal, when an invocation reported the root failed (e.g. a partition too large for the memory). */
+  readonly error?: string;
+}
+
+/** The error an invocation's result reports for its root, if any (a schedule's `roots`, a batch's failures). */
+function failureOf(result: unknown): string | undefined {
+  const r = result as { roots?: { status?: string; error?: string }[]; batchItemFailures?: unknown[] } | null;
+  const failed = r?.roots?.find((root) => root.status === 'failed');
+  if (failed) return failed.error ?? 'failed';
+  return r?.batchItemFailures?.length ? 'the continuation failed; its message went back to the queue' : undefined;
 }
 
 /** What one invocation printed last: the handler's result and its process's peak RSS. */
@@ -129,11 +139,17 @@ export async function heal10M(
     await model.reset();
     const started = performance.now();
     const peaks: number[] = [];
+    let error: string | undefined;
     let event: unknown = scheduleEvent();
     for (;;) {
       const run = await invokeOnce(env, event, remainingMs, memoryMb);
       peaks.push(run.peakRssMb);
       log(`  invocation ${peaks.length}: ${run.seconds.toFixed(1)} s, peak RSS ${run.peakRssMb.toFixed(0)} MiB`);
+      error ??= failureOf(run.result);
+      if (error) {
+        log(`  the root failed: ${error}`);
+        break;
+      }
       const received = await sqs.send(new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, AttributeNames: ['All'] }));
       const messages: Message[] = received.Messages ?? [];
       if (messages.length === 0) break;
@@ -160,6 +176,7 @@ export async function heal10M(
       objects: entries,
       remainingMs,
       memoryMb,
+      ...(error ? { error } : {}),
     };
   } finally {
     sqs.destroy();

@@ -32,7 +32,7 @@ import { type RcloneMode, type Target, type Timing, heal, rawSequential, rcloneL
 const USAGE = `usage: npm run bench -- [--objects N] [--latency-ms MS] [--second-latency-ms MS] [--parallelism N] [--runs N]
                        [--index-entries N] [--heal-entries N] [--moto-objects N] [--no-moto] [--no-rclone]
                        [--hydrate-objects N] [--busy-cores N] [--heal-memory-only]
-                       [--heal-10m-entries N] [--heal-10m-remaining-s S] [--heal-10m-only]
+                       [--heal-10m-entries N] [--heal-10m-remaining-s S] [--heal-10m-memory-mb MB] [--heal-10m-only]
                        [--quick] [--json]`;
 
 interface Options {
@@ -57,6 +57,8 @@ interface Options {
   readonly heal10mEntries: number;
   /** The remaining time each of those invocations starts with. */
   readonly heal10mRemainingS: number;
+  /** The function's memory each of those invocations has. */
+  readonly heal10mMemoryMb: number;
   /** Only that row. */
   readonly heal10mOnly: boolean;
   readonly json: boolean;
@@ -81,6 +83,7 @@ function options(): Options {
       'heal-memory-only': { type: 'boolean' },
       'heal-10m-entries': { type: 'string' },
       'heal-10m-remaining-s': { type: 'string' },
+      'heal-10m-memory-mb': { type: 'string' },
       'heal-10m-only': { type: 'boolean' },
       quick: { type: 'boolean' },
       json: { type: 'boolean' },
@@ -115,6 +118,7 @@ function options(): Options {
     healMemoryOnly: values['heal-memory-only'] ?? false,
     heal10mEntries: int('heal-10m-entries', quick ? 0 : 10_000_000, 0),
     heal10mRemainingS: int('heal-10m-remaining-s', 120),
+    heal10mMemoryMb: int('heal-10m-memory-mb', 1024, 128),
     heal10mOnly: values['heal-10m-only'] ?? false,
     json: values.json ?? false,
     quick,
@@ -475,7 +479,12 @@ async function heal10MRow(o: Options): Promise<Heal10M> {
   );
   const model = await startModelProcess(o.latencyMs, { heapMb: 16_384 });
   try {
-    const row = await heal10M(model, { entries: o.heal10mEntries, remainingMs: o.heal10mRemainingS * 1000, memoryMb: 1024, log });
+    const row = await heal10M(model, {
+      entries: o.heal10mEntries,
+      remainingMs: o.heal10mRemainingS * 1000,
+      memoryMb: o.heal10mMemoryMb,
+      log,
+    });
     log(
       `heal of an unindexed ${row.objects}-object shard-first root by the handler: ${row.invocations} invocations, ` +
         `${row.seconds.toFixed(0)} s, peak RSS ${row.peakRssMb.toFixed(0)} MiB (largest of one invocation), ${row.requests} requests, ` +
