@@ -2,29 +2,31 @@
  * What a heal by partitions has found and done so far, kept apart from how it goes: counts, drift samples
  * and publish outcomes, which a repair paused between invocations saves and restores as JSON.
  */
-import type { Drift, DriftCounts } from './drift';
 import type { ScopeReport } from './heal-types';
 import { DriftSample } from './key-sample';
 import type { UnreadablePart } from './layouts/types';
 import type { PublishOutcome } from './publish-types';
 import { type IndexScope, describeScope } from './scope';
 
-/** A tally as JSON (see `HealTally.save`). */
-export interface SavedTally {
-  readonly objects: number;
-  readonly unshardable: number;
-  readonly entries: number;
+/** A tally as JSON (see `HealTally.save`): the report's counts, with the refused keys and the unreadable file. */
+export interface SavedTally
+  extends Pick<
+    ScopeReport,
+    | 'objects'
+    | 'unshardable'
+    | 'entries'
+    | 'drift'
+    | 'driftKeys'
+    | 'held'
+    | 'published'
+    | 'conflicts'
+    | 'lockWaits'
+    | 'keptCopy'
+    | 'conditional'
+    | 'publishMs'
+  > {
   readonly refused: string[];
-  readonly drift: DriftCounts;
-  readonly driftKeys: Drift;
   readonly unreadable?: { readonly key: string; readonly reason: string };
-  readonly held?: string;
-  readonly published: boolean;
-  readonly conflicts: number;
-  readonly lockWaits: number;
-  readonly keptCopy?: string;
-  readonly conditional: boolean;
-  readonly publishMs: number;
 }
 
 /** The running totals of one heal by partitions. */
@@ -97,29 +99,18 @@ export class HealTally {
   }
 
   report(scope: IndexScope): ScopeReport {
-    const refused = [...this.refused].sort();
+    const { refused, unreadable, ...counts } = this.save();
     return {
+      ...counts,
       scope: describeScope(scope),
       namespace: scope.namespace,
       layout: 'shard-first',
-      indexState: this.unreadable ? 'unreadable' : 'valid',
-      unreadableReason: this.unreadable?.reason,
-      objects: this.objects,
-      drift: this.drift.counts(),
-      driftKeys: this.drift.keys(),
-      unshardable: this.unshardable,
+      indexState: unreadable ? 'unreadable' : 'valid',
+      unreadableReason: unreadable?.reason,
       refused: refused.length,
-      refusedKeys: refused,
-      held: this.held,
+      refusedKeys: refused.sort(),
       staleMirrors: [],
       mirrorFailures: 0,
-      entries: this.entries,
-      published: this.published,
-      conflicts: this.conflicts,
-      lockWaits: this.lockWaits,
-      keptCopy: this.keptCopy,
-      conditional: this.conditional,
-      publishMs: this.publishMs,
     };
   }
 }

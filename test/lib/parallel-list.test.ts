@@ -488,10 +488,16 @@ describe('parallelLister against moto', () => {
 });
 
 describe('parallelLister window', () => {
-  /** Folders of keys, listed in pages of 10 by 8 requests at once for a consumer that takes its time. */
-  async function aheadOf(window: number): Promise<{ keys: string[]; expected: string[]; maxAheadPages: number }> {
+  /** 40 folders of 100 keys: 400 pages of 10. */
+  const windowRoot = (): string[] => {
     const all: string[] = [];
     for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
+    return all;
+  };
+
+  /** Folders of keys, listed in pages of 10 by 8 requests at once for a consumer that takes its time. */
+  async function aheadOf(window: number): Promise<{ keys: string[]; expected: string[]; maxAheadPages: number }> {
+    const all = windowRoot();
     const { store, counts } = memoryStore(all);
     const pace = memoryStore(['one']).store;
     const keys: string[] = [];
@@ -516,8 +522,7 @@ describe('parallelLister window', () => {
   });
 
   it('ends at once when the consumer stops while slices wait for the window', async () => {
-    const all: string[] = [];
-    for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
+    const all = windowRoot();
     const { store } = memoryStore(all);
     const taken: string[] = [];
     const lister = parallelLister({ concurrency: 8, pageSize: 10, window: 2 })(store, 'root/');
@@ -533,8 +538,7 @@ describe('parallelLister window', () => {
   });
 
   it('keeps a windowed listing parallel for a consumer that keeps up: its requests follow one another no deeper than without a window', async () => {
-    const all: string[] = [];
-    for (let f = 0; f < 40; f++) for (let i = 0; i < 100; i++) all.push(`root/f-${hex(f, 2)}/k-${hex(i, 4)}`);
+    const all = windowRoot();
     const depthOf = async (window: number): Promise<number> => {
       const { store, counts } = memoryStore(all, { latencyMs: 1 });
       expect(await keysOf(parallelLister({ concurrency: 8, pageSize: 10, window })(store, 'root/'))).toEqual([...all].sort(compareKeys));
