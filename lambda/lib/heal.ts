@@ -2,7 +2,7 @@
 import { emptyHint, holdsNothing } from './empty-root';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
 import { healScope } from './heal-scope';
-import { healWhileListing, pagesInKeyOrder } from './heal-stream';
+import { type FedListing, healWhileListing, pagesInKeyOrder } from './heal-stream';
 import type { HealOptions, HealReport, ScopeReport } from './heal-types';
 import { PendingHint } from './index-hint';
 import { readLiveIndex } from './layouts/read';
@@ -54,15 +54,27 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
       { base, pages: listing.pages, startedAt: listing.startedAt, namespaces: !options.namespace },
       options,
     );
-    const scopes = [listed.report];
-    for (const [ns, objects] of [...listed.namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-      scopes.push(await healScope(store, { root, namespace: ns }, objects, listed.shardPartitions.get(ns), listed.startedAt, options));
-    }
+    const scopes = [listed.report, ...(await healGathered(store, root, listed, listed.startedAt, options))];
     return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
   } finally {
     hint.none();
     await listing.stop();
   }
+}
+
+/** Heals, in name order, the namespaces a listing by partitions gathered inside the root (see `feedListing`). */
+export async function healGathered(
+  store: S3Store,
+  root: DatastoreRoot,
+  gathered: Pick<FedListing, 'namespaces' | 'shardPartitions'>,
+  listingStartedAt: number,
+  options: HealOptions,
+): Promise<ScopeReport[]> {
+  const scopes: ScopeReport[] = [];
+  for (const [ns, objects] of [...gathered.namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    scopes.push(await healScope(store, { root, namespace: ns }, objects, gathered.shardPartitions.get(ns), listingStartedAt, options));
+  }
+  return scopes;
 }
 
 /** A listing begun now, its first page asked at once. */

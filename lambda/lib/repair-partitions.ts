@@ -5,8 +5,7 @@
  */
 import { mapLimit } from './concurrency';
 import type { HealReport, ScopeReport } from './heal-types';
-import { PARTITION_WINDOW, healRoot } from './heal';
-import { healScope } from './heal-scope';
+import { PARTITION_WINDOW, healGathered, healRoot } from './heal';
 import { feedListing } from './heal-stream';
 import type { ShardBase } from './layouts/shard-chunk';
 import { checkNamespaceName, repairPartsDir, repairProgressKey, rootBase } from './names';
@@ -102,11 +101,7 @@ export async function repairByPartitions(
   }
 
   const listingMs = Date.now() - runStarted;
-  const scopes: ScopeReport[] = [await heal.finish()];
-  const gathered = [...fed.namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const [ns, objects] of gathered) {
-    scopes.push(await healScope(store, { root, namespace: ns }, objects, fed.shardPartitions.get(ns), startedAt, options));
-  }
+  const scopes: ScopeReport[] = [await heal.finish(), ...(await healGathered(store, root, fed, startedAt, options))];
   const found = new Set(fed.namespaces.keys());
   const before = [...(carried?.folders ?? [])].filter(([ns, isNamespace]) => isNamespace && !found.has(ns) && !options.skipNamespace?.(ns));
   for (const [ns] of before.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
