@@ -298,10 +298,11 @@ export function testSqs(): SQSClient {
 export interface NotifiedBucket {
   readonly store: S3Store;
   readonly queueUrl: string;
-  /** Receives (and deletes) every message waiting now. */
+  /**
+   * Receives (and deletes) every message waiting now: moto queues an object's notification before it
+   * answers the request, and the handler its re-checks before it returns, so nothing is still on its way.
+   */
   receive(): Promise<Message[]>;
-  /** Receives until `until` holds for the messages received so far, or `timeoutMs` passes. */
-  receiveUntil(until: (messages: Message[]) => boolean, timeoutMs?: number): Promise<Message[]>;
 }
 
 /** Creates a bucket and a queue, and has moto deliver ObjectCreated/ObjectRemoved notifications to it. */
@@ -309,9 +310,9 @@ export async function notifiedBucket(prefix = 'lambda'): Promise<NotifiedBucket>
   const store = await testStore({ bucketPrefix: prefix });
   const sqs = testSqs();
   const { url: QueueUrl } = await notifyQueue(store.client, sqs, store.bucket, `q-${store.bucket}`.slice(0, 80));
-  const receiveOnce = async (waitSeconds: number): Promise<Message[]> => {
+  const receiveOnce = async (): Promise<Message[]> => {
     const out = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: waitSeconds, AttributeNames: ['All'] }),
+      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, AttributeNames: ['All'] }),
     );
     const messages = out.Messages ?? [];
     if (messages.length) {
@@ -324,19 +325,13 @@ export async function notifiedBucket(prefix = 'lambda'): Promise<NotifiedBucket>
   const receive = async (): Promise<Message[]> => {
     const all: Message[] = [];
     for (;;) {
-      const batch = await receiveOnce(0);
+      const batch = await receiveOnce();
       if (!batch.length) return all;
       all.push(...batch);
     }
   };
-  const receiveUntil = async (until: (messages: Message[]) => boolean, timeoutMs = 20_000): Promise<Message[]> => {
-    const all: Message[] = [];
-    const deadline = Date.now() + timeoutMs;
-    while (!until(all) && Date.now() < deadline) all.push(...(await receiveOnce(1)));
-    return all;
-  };
   await receive(); // the s3:TestEvent of the new configuration
-  return { store, queueUrl: QueueUrl, receive, receiveUntil };
+  return { store, queueUrl: QueueUrl, receive };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -353,7 +353,7 @@ describe('convergence with a client push racing the delta', () => {
     await putObject(store, `r/${INDEX_KEY}`, clientRead);
     expect((await indexOf(store, { root })).map((e) => e.key)).not.toContain('files/oob.txt');
 
-    const later = await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')));
+    const later = await fx.receive();
     const recheck = later.filter((m) => m.Body?.includes('"recheck"'));
     expect(recheck).toHaveLength(1);
     const run = await invoke<BatchResponse>(lambda, sqsEventFrom(later));
@@ -362,7 +362,8 @@ describe('convergence with a client push racing the delta', () => {
     expect(run.logs('re-check restored what a push erased')).toHaveLength(1);
     expect(run.metric('RecheckRestored')).toEqual([1]);
     // Having had to restore, it checks once more; that round finds the index true and writes nothing.
-    const round2 = await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"round":2')));
+    const round2 = await fx.receive();
+    expect(round2.some((m) => m.Body?.includes('"round":2'))).toBe(true);
     proxy.reset();
     const settled = await invoke<BatchResponse>(lambda, sqsEventFrom(round2.filter((m) => m.Body?.includes('"recheck"'))));
     expect(settled.result.batchItemFailures).toEqual([]);
@@ -382,7 +383,7 @@ describe('convergence with a client push racing the delta', () => {
     );
     const delta = await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
     expect(delta.result.batchItemFailures).toEqual([]);
-    const later = await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')));
+    const later = await fx.receive();
     const recheck = later.filter((m) => m.Body?.includes('"recheck"'));
     expect(JSON.parse(recheck[0].Body!).recheck.expected).toEqual({ 'files/erased.txt': 6, 'files/kept.txt': 4 });
     // A push erases one of the two entries.
@@ -423,7 +424,8 @@ describe('convergence with a client push racing the delta', () => {
     // The create's own re-check (it expects the entry it wrote), not the delete's (which expects none).
     const ofCreate = (m: { Body?: string }) =>
       !!m.Body?.includes('"recheck"') && JSON.parse(m.Body).recheck.expected?.['files/gone.txt'] === 4;
-    const recheck = (await fx.receiveUntil((ms) => ms.some(ofCreate))).filter(ofCreate);
+    const recheck = (await fx.receive()).filter(ofCreate);
+    expect(recheck).toHaveLength(1);
     const run = await invoke<BatchResponse>(lambda, sqsEventFrom(recheck));
     expect(run.result.batchItemFailures).toEqual([]);
     expect(await indexOf(store, { root })).toEqual(await expectedFromListing(store, { root }));
@@ -439,9 +441,8 @@ describe('convergence with a client push racing the delta', () => {
       handlerEnv({ bucket: store.bucket, prefixes: 'm', s3: proxy.endpoint, queueUrl: fx.queueUrl, recheckDelaySeconds: '0' }),
     );
     await invoke<BatchResponse>(lambda, sqsEventFrom(await fx.receive()));
-    const recheck = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) =>
-      m.Body?.includes('"recheck"'),
-    );
+    const recheck = (await fx.receive()).filter((m) => m.Body?.includes('"recheck"'));
+    expect(recheck).toHaveLength(1);
     await putObject(store, 'm/files/second.txt', 'second');
     const events = (await fx.receive()).filter((m) => m.Body?.includes('second.txt'));
 
@@ -451,9 +452,7 @@ describe('convergence with a client push racing the delta', () => {
     // The first upload's entry is confirmed with S3; S3 agrees, so nothing counts as restored.
     expect(proxy.requests.filter((r) => r.method === 'HEAD').map((r) => r.path)).toEqual([`/${store.bucket}/m/files/first.txt`]);
     // Only the new event's own first-round re-check is sent, not a second round of the first one.
-    const sent = (await fx.receiveUntil((ms) => ms.some((m) => m.Body?.includes('"recheck"')))).filter((m) =>
-      m.Body?.includes('"recheck"'),
-    );
+    const sent = (await fx.receive()).filter((m) => m.Body?.includes('"recheck"'));
     expect(sent.map((m) => JSON.parse(m.Body!).recheck)).toEqual([expect.objectContaining({ keys: ['files/second.txt'], round: 1 })]);
     expect(run.metric('RecheckRestored')).toEqual([]);
   });
