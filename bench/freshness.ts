@@ -161,7 +161,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
             const before = source.invocations.length;
             batches.length = 0;
             for (let r = 0; r < rounds; r++) {
-              await source.drained({ quietMs: 1000 });
+              await source.drained();
               const tag = `files/burst-${burst}-${r}/`;
               await host.ask({ op: 'reset', marker: tag });
               const keys = Array.from({ length: burst }, (_, i) => `${tag}${String(i).padStart(5, '0')}.bin`);
@@ -172,7 +172,7 @@ export async function measureFreshness(o: FreshnessOptions): Promise<FreshnessCe
                 ),
               );
               uploadMs = Math.max(uploadMs, Date.now() - started);
-              await source.drained({ quietMs: 1500 });
+              await source.drained();
               const seen = await host.ask<KeyFreshness[]>({ op: 'freshness', keys });
               for (const k of seen) {
                 if (k.putMs === undefined || k.indexedMs === undefined) missing++;

@@ -71,8 +71,11 @@ export interface EventSource {
   readonly invocations: InvocationRecord[];
   /** Resolves with the first invocation, made already or to come, that `matches`: a test waits for it rather than polls. */
   invocation(matches: (record: InvocationRecord) => boolean): Promise<InvocationRecord>;
-  /** Resolves once the queue holds nothing (visible, in flight or delayed) and no invocation runs, `quietMs` in a row. */
-  drained(options?: { quietMs?: number; timeoutMs?: number }): Promise<void>;
+  /**
+   * Resolves once a poller's long poll comes back empty while the queue holds nothing (visible, in flight
+   * or delayed) and no invocation runs: the pollers' own receives are the signal, not a clock.
+   */
+  drained(): Promise<void>;
   /** Stops polling and waits for running invocations. */
   stop(): Promise<void>;
 }
@@ -108,6 +111,7 @@ export function startEventSource(options: EventSourceOptions): EventSource {
   const awaited: { matches: (record: InvocationRecord) => boolean; resolve: (record: InvocationRecord) => void }[] = [];
   let stopping = false;
   let running = 0;
+  const drainWaiters: (() => void)[] = [];
 
   const receive = async (max: number, wait: number): Promise<Message[]> => {
     const out = await sqs.send(
@@ -132,6 +136,7 @@ export function startEventSource(options: EventSourceOptions): EventSource {
       if (batch.length === 0) {
         got = await receive(Math.min(10, batchSize), 1);
         if (got.length) closesAt = Date.now() + options.batchingWindowMs;
+        else await tellIfDrained();
       } else {
         // Short polls near the end of the window; long polling is in whole seconds.
         const wait = Math.min(20, Math.floor(remaining / 1000));
@@ -200,7 +205,12 @@ export function startEventSource(options: EventSourceOptions): EventSource {
     }
   };
 
-  const pollers = Array.from({ length: maxConcurrency }, (_, slot) => poller(slot));
+  /** After an empty long poll: wakes those waiting for the queue to drain, if it has. */
+  async function tellIfDrained(): Promise<void> {
+    if (drainWaiters.length === 0 || running > 0) return;
+    if ((await queueDepth()) > 0 || running > 0) return;
+    for (const wake of drainWaiters.splice(0)) wake();
+  }
 
   const queueDepth = async (): Promise<number> => {
     const { Attributes } = await sqs.send(
@@ -212,6 +222,8 @@ export function startEventSource(options: EventSourceOptions): EventSource {
     return Object.values(Attributes ?? {}).reduce((sum, v) => sum + Number(v), 0);
   };
 
+  const pollers = Array.from({ length: maxConcurrency }, (_, slot) => poller(slot));
+
   return {
     invocations,
     invocation(matches) {
@@ -219,17 +231,8 @@ export function startEventSource(options: EventSourceOptions): EventSource {
       if (made) return Promise.resolve(made);
       return new Promise((resolve) => awaited.push({ matches, resolve }));
     },
-    async drained({ quietMs = 1500, timeoutMs = 600_000 } = {}) {
-      const deadline = Date.now() + timeoutMs;
-      let quietSince: number | undefined;
-      while (Date.now() < deadline) {
-        const idle = running === 0 && (await queueDepth()) === 0;
-        if (!idle) quietSince = undefined;
-        else if (quietSince === undefined) quietSince = Date.now();
-        else if (Date.now() - quietSince >= quietMs) return;
-        await sleep(100);
-      }
-      throw new Error(`the queue did not drain within ${timeoutMs} ms`);
+    drained() {
+      return new Promise<void>((resolve) => drainWaiters.push(resolve));
     },
     async stop() {
       stopping = true;
