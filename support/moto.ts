@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { sleep } from './sleep';
 
 /** A moto_server process bound to loopback on a free port. */
 export interface MotoServer {
@@ -23,7 +22,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts `python3 -m moto.server` and resolves once `GET /moto-api/` answers. */
+/** Starts `python3 -m moto.server` and resolves once it listens and `GET /moto-api/` answers. */
 export async function startMoto(timeoutMs = 30_000): Promise<MotoServer> {
   const probe = spawnSync('python3', ['-c', 'import moto.server'], { encoding: 'utf8' });
   if (probe.status !== 0) {
@@ -38,24 +37,28 @@ export async function startMoto(timeoutMs = 30_000): Promise<MotoServer> {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4000);
+  // The server says it is running once its socket listens: that line is the signal, not a poll.
+  const listening = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => fail(new Error(`moto_server did not start on ${endpoint} within ${timeoutMs} ms: ${stderr}`)),
+      timeoutMs,
+    );
+    const fail = (err: Error): void => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(err);
+    };
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+      if (!stderr.includes(`Running on ${endpoint}`)) return;
+      clearTimeout(timer);
+      resolve();
+    });
+    child.once('exit', (code) => fail(new Error(`moto_server exited early (${code}): ${stderr}`)));
   });
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`moto_server exited early (${child.exitCode}): ${stderr}`);
-    try {
-      const res = await fetch(`${endpoint}/moto-api/`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  if (Date.now() >= deadline) {
-    child.kill('SIGKILL');
-    throw new Error(`moto_server did not answer on ${endpoint} within ${timeoutMs} ms: ${stderr}`);
-  }
+  await listening;
+  const res = await fetch(`${endpoint}/moto-api/`);
+  if (!res.ok) throw new Error(`moto_server on ${endpoint} answered ${res.status} to its own API`);
   return {
     endpoint,
     process: child,
