@@ -25,7 +25,6 @@ import {
 } from './clients';
 import { type FaultProxy, type FaultRates, NO_FAULTS, startFaultProxy } from './fault-proxy';
 import { Killer } from './kills';
-import type { LambdaWorker } from './lambda';
 import { type ChaosOptions, type ChaosReport, emptyReport } from './report';
 import { type Rng, seededRng } from './rng';
 
@@ -107,7 +106,8 @@ export interface ChaosRun {
   readonly proxies: FaultProxy[];
   /** `repair` processes still running. */
   readonly children: Set<ChildProcess>;
-  worker?: LambdaWorker;
+  /** The Lambda's worker process (see `startLambda`), stopped with the run. */
+  worker?: { stop(): void };
   /** On at the quiet end: no faults, no kills, no duplicated deliveries. */
   readonly quiet: { on: boolean };
   /** The indexer's writes as its proxies saw them, printed when a client's fields go missing. */
