@@ -31,6 +31,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`${err && err.stack ? err.stack : String(err)}\n`);
+  process.stderr.write(`${err?.stack ? err.stack : String(err)}\n`);
   process.exit(1);
 });
