@@ -187,7 +187,8 @@ export class DatastoreLock {
         continue;
       }
       const waited = clock.now() - started;
-      if (waited >= waitMs) throw new LockBusyError(key, describeHolder(holder), waited);
+      // A slow first look is no wait: a live holder is waited for once before giving up (unless told not to wait).
+      if (waited >= waitMs && (waits > 0 || waitMs === 0)) throw new LockBusyError(key, describeHolder(holder), waited);
       waits++;
       options.onWait?.(describeHolder(holder), waited);
       const backoff = Math.min(2000, 100 * 2 ** Math.min(attempt, 5));

@@ -92,6 +92,25 @@ describe('DatastoreLock', () => {
     expect(JSON.parse((await readObject(store, 'L'))!.toString()).nonce).toBe('usurper');
   });
 
+  it('a first look slower than waitMs still waits once for a live holder before it gives up', async () => {
+    const store = await testStore();
+    await putObject(store, 'L', JSON.stringify(lockBody({ holder: 'swamp-cli', nonce: 'theirs', ttlMs: 60_000 })));
+    // A loaded machine: each look at the clock finds 400 ms gone, so the first look alone outlasts the wait.
+    const clock = new ManualClock((await store.head('L'))!.lastModified.getTime());
+    const read = clock.now.bind(clock);
+    clock.now = () => {
+      const at = read();
+      void clock.sleep(400);
+      return at;
+    };
+    const waited: number[] = [];
+    const error = await DatastoreLock.acquire(store, 'L', { waitMs: 300, clock, onWait: (_holder, ms) => waited.push(ms) }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(LockBusyError);
+    expect(waited).toHaveLength(1);
+  });
+
   it('judges a lock stale by its ttl against the clock: live just inside it, taken over past it', async () => {
     const store = await testStore();
     await putObject(store, 'L', JSON.stringify(lockBody({ holder: 'swamp-cli', nonce: 'theirs', ttlMs: 3000 })));
