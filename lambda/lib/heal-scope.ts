@@ -1,16 +1,15 @@
 /** The heal of one scope's index against its listing, read whole: plan, confirm doubtful findings, publish, report. */
-import { mapLimit } from './concurrency';
+import { confirmDoubtful } from './confirm';
 import { type Drift, diffIndex, driftCounts, healIndex, isClean, recentOrphans } from './drift';
-import type { HealOptions, ScopeReport } from './heal-types';
+import type { HealRun } from './heal-run';
+import type { ScopeReport } from './heal-types';
 import type { IndexEntry, ListedObject } from './index-file';
 import { firstDriftKeys } from './key-sample';
 import { isRefusedKey, partitionOf } from './keys';
 import { readLiveIndex } from './layouts/read';
 import { type LiveIndex, baseIndexOf } from './layouts/types';
-import { MemoryGuard, memoryBudget } from './memory';
 import { scopeBase } from './names';
 import { type Plan, type Planner, type PublishOutcome, publishIndex } from './publish';
-import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
 
 /** What a heal's plan found in one read of the index. */
@@ -23,21 +22,35 @@ interface HealFacts {
   readonly refusedStale: readonly string[];
 }
 
+/** One scope's part of a listing, keyed relative to the scope. */
+export interface ScopeListing {
+  readonly objects: ReadonlyMap<string, ListedObject>;
+  /** Partition files the listing saw under the scope's `_index/`. */
+  readonly shardPartitions?: readonly string[];
+}
+
+/** A scope's listing with the keys clients refuse set aside: they are no data to index. */
+interface Sifted {
+  readonly indexable: ReadonlyMap<string, ListedObject>;
+  readonly refused: readonly string[];
+}
+
+/** What the heal of one scope did: the index it read first, each plan's facts, the entries left, its publish (none for `check`). */
+interface Healed {
+  readonly live: LiveIndex;
+  readonly plans: readonly HealFacts[];
+  readonly entries: number;
+  readonly outcome?: PublishOutcome<HealFacts>;
+  readonly publishMs: number;
+}
+
 /**
- * The planner of a scope's heal: the drift of each read against the listing (stale entries confirmed
- * gone, unshardable keys set aside), and the healed index when it drifted.
+ * The planner of a scope's heal: the drift of each read against the listing (doubtful findings confirmed
+ * with S3, unshardable keys set aside), and the healed index when it drifted.
  */
-function healPlanner(
-  store: S3Store,
-  scope: IndexScope,
-  indexable: ReadonlyMap<string, ListedObject>,
-  listingStartedAt: number,
-  options: HealOptions,
-  guard: MemoryGuard | undefined,
-): Planner<HealFacts> {
-  const skew = options.clockSkewMs ?? 300_000;
-  const concurrency = options.concurrency ?? 16;
+function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<string, ListedObject>): Planner<HealFacts> {
   const base = scopeBase(scope);
+  const recent = (entry: IndexEntry | undefined): boolean => !(Date.parse(entry?.lastModified ?? '') < run.since);
   // Keys some earlier read of the index held during this heal.
   const indexedBefore = new Set<string>();
   return async (live: LiveIndex): Promise<Plan<HealFacts>> => {
@@ -45,34 +58,22 @@ function healPlanner(
     const raw = diffIndex(entries, indexable);
     const refusedStale = raw.stale.filter(isRefusedKey);
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
-    const doubtful = raw.stale.filter((key) => {
-      if (isRefusedKey(key)) return false;
-      const t = Date.parse(entries.get(key)?.lastModified ?? '');
-      return !(t < listingStartedAt - skew);
-    });
+    const doubtful = raw.stale.filter((key) => !isRefusedKey(key) && recent(entries.get(key)));
     // ...and a listed key whose entry a client removed since an earlier read may be a delete that followed the listing.
     const unindexed = raw.missing.filter((key) => indexedBefore.has(key));
     for (const key of entries.keys()) indexedBefore.add(key);
     // ...and an entry of another size than the listing's may describe an overwrite that followed the listing:
     // resizing it would drop the client's sha256 and localMtime of the bytes S3 holds now.
-    const doubtfulSize = raw.resized.filter(({ key }) => !(Date.parse(entries.get(key)?.lastModified ?? '') < listingStartedAt - skew));
+    const doubtfulSize = raw.resized.filter(({ key }) => recent(entries.get(key)));
     // ...and an orphan file's entry the listing never saw may be a lockless client's upload, its manifest write to come.
-    const orphaned = recentOrphans(live.shards?.adoptable, entries, indexable, listingStartedAt - skew);
-    const stillThere = new Set<string>();
-    const sizeConfirmed = new Set<string>();
-    await mapLimit([...doubtful, ...unindexed], concurrency, async (key) => {
-      if (await store.head(base + key)) stillThere.add(key);
-    });
-    const orphansThere = new Set<string>();
-    await mapLimit(orphaned, concurrency, async (key) => {
-      if ((await store.head(base + key))?.size === live.shards?.adoptable.get(key)?.size) orphansThere.add(key);
-    });
-    await mapLimit(doubtfulSize, concurrency, async ({ key, indexSize }) => {
-      if ((await store.head(base + key))?.size === indexSize) sizeConfirmed.add(key);
-    });
-    const gone = new Set(unindexed.filter((k) => !stillThere.has(k)));
+    const orphaned = recentOrphans(live.shards?.adoptable, entries, indexable, run.since);
+    // An entry is never an orphan: the sizes asked about are the index's, or the orphan file's.
+    const sizes = new Map<string, number>(doubtfulSize.map(({ key, indexSize }) => [key, indexSize]));
+    for (const key of orphaned) sizes.set(key, live.shards!.adoptable.get(key)!.size);
+    const confirmed = await confirmDoubtful(run.store, base, { keys: [...doubtful, ...unindexed], sizes }, run.concurrency);
+    const gone = new Set(unindexed.filter((k) => !confirmed.there.has(k)));
     let missing = gone.size ? raw.missing.filter((k) => !gone.has(k)) : raw.missing;
-    const adopted = orphaned.filter((k) => orphansThere.has(k));
+    const adopted = orphaned.filter((k) => confirmed.sized.has(k));
     if (adopted.length > 0) missing = [...missing, ...adopted].sort();
     let unshardable = 0;
     if (live.layout === 'shard-first') {
@@ -80,85 +81,70 @@ function healPlanner(
       unshardable = missing.length - shardable.length;
       missing = shardable;
     }
-    const resized = sizeConfirmed.size ? raw.resized.filter((r) => !sizeConfirmed.has(r.key)) : raw.resized;
-    const drift: Drift = { missing, stale: raw.stale.filter((k) => !stillThere.has(k)), resized };
+    const resized = confirmed.sized.size ? raw.resized.filter((r) => !confirmed.sized.has(r.key)) : raw.resized;
+    const drift: Drift = { missing, stale: raw.stale.filter((k) => !confirmed.there.has(k)), resized };
     const facts = { drift, unshardable, refusedStale };
     // Entries true: nothing to write, or the same index again to finish the layout (the monolith is not rewritten).
     if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? live.index : undefined, facts };
     // A whole index is copied and written next, beside the listing: stop here rather than run out of memory.
-    if (live.layout !== 'shard-first') guard?.healing(describeScope(scope), indexable.size, entries.size, options.mode === 'repair');
+    if (live.layout !== 'shard-first') run.guard.healing(describeScope(scope), indexable.size, entries.size, run.options.mode === 'repair');
     return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
   };
 }
 
-/** Heals one scope's index against its listing. */
-export async function healScope(
-  store: S3Store,
-  scope: IndexScope,
-  listing: ReadonlyMap<string, ListedObject>,
-  shardPartitions: readonly string[] | undefined,
-  listingStartedAt: number,
-  options: HealOptions,
-  /** The live index as read already (while listing); not used when the listing saw shard files, which change how it is read. */
-  read?: Promise<LiveIndex>,
-  /** The heal's memory guard, which knows what its listing holds. @default one for this listing alone */
-  guard: MemoryGuard = new MemoryGuard(memoryBudget(options.memoryBudget)),
-): Promise<ScopeReport> {
+/**
+ * Heals one scope's index against its part of the run's listing. `read`: the live index as read already
+ * (while listing); not used when the listing saw shard files, which change how it is read.
+ */
+export async function healScope(run: HealRun, scope: IndexScope, listed: ScopeListing, read?: Promise<LiveIndex>): Promise<ScopeReport> {
   const started = Date.now();
-  // A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it.
-  const refusedListed: string[] = [];
-  for (const key of listing.keys()) if (isRefusedKey(key)) refusedListed.push(key);
-  const indexable = refusedListed.length === 0 ? listing : new Map([...listing].filter(([key]) => !isRefusedKey(key)));
-  const plan = healPlanner(store, scope, indexable, listingStartedAt, options, guard);
+  const { store } = run;
+  const { shardPartitions } = listed;
+  const sifted = sift(listed.objects);
+  const plan = healPlanner(run, scope, sifted.indexable);
   // Read early without the mirror: a dual-write scope is read again with it.
   const readAlready = shardPartitions?.length
     ? undefined
     : read?.then((live) => (live.layout === 'dual-write' ? readLiveIndex(store, scope, { mirrors: 'all' }) : live));
-  const name = describeScope(scope);
-  if (options.mode === 'check') {
+  if (run.options.mode === 'check') {
     const live = await (readAlready ?? readLiveIndex(store, scope, { shardPartitions, mirrors: 'all' }));
     const { index, facts } = await plan(live);
     const entries = index ? index.entries.size : live.state === 'valid' ? live.index.entries.size : 0;
-    return report(scope, live, [facts], refusedListed, indexable.size, entries, undefined, Date.now() - started, options.keys);
+    return report(run, scope, sifted, { live, plans: [facts], entries, publishMs: Date.now() - started });
   }
   const outcome = await publishIndex(store, scope, plan, {
-    ...options.publish,
+    ...run.publishOptions(scope),
     before: readAlready,
     shardPartitions,
     mirrors: 'all',
-    onEvent: (event) => {
-      options.onEvent?.(name, event);
-      options.publish?.onEvent?.(event);
-    },
   });
   // Not written by us: the index as last read (another writer's, if it healed first), not the stale first read.
   const entries = outcome.index?.entries.size ?? (outcome.last.state === 'valid' ? outcome.last.index.entries.size : 0);
-  return report(scope, outcome.before, outcome.plans, refusedListed, indexable.size, entries, outcome, Date.now() - started, options.keys);
+  return report(run, scope, sifted, { live: outcome.before, plans: outcome.plans, entries, outcome, publishMs: Date.now() - started });
+}
+
+/** A key clients refuse is no data to index: out of the listing, and (as stale) out of any index holding it. */
+function sift(objects: ReadonlyMap<string, ListedObject>): Sifted {
+  const refused: string[] = [];
+  for (const key of objects.keys()) if (isRefusedKey(key)) refused.push(key);
+  const indexable = refused.length === 0 ? objects : new Map([...objects].filter(([key]) => !isRefusedKey(key)));
+  return { indexable, refused };
 }
 
 /** The report of a scope from its plans: the drift the first found, what the last set aside, every refused key. */
-function report(
-  scope: IndexScope,
-  live: LiveIndex,
-  plans: readonly HealFacts[],
-  refusedListed: readonly string[],
-  objects: number,
-  entries: number,
-  outcome: PublishOutcome<HealFacts> | undefined,
-  publishMs: number,
-  keys: number | undefined,
-): ScopeReport {
+function report(run: HealRun, scope: IndexScope, sifted: Sifted, healed: Healed): ScopeReport {
+  const { live, plans, outcome } = healed;
   const drift = plans[0].drift;
-  const refusedKeys = new Set([...refusedListed, ...plans.flatMap((p) => p.refusedStale)]);
+  const refusedKeys = new Set([...sifted.refused, ...plans.flatMap((p) => p.refusedStale)]);
   return {
     scope: describeScope(scope),
     namespace: scope.namespace,
     layout: live.layout,
     indexState: live.state,
     unreadableReason: live.state === 'unreadable' ? live.reason : undefined,
-    objects,
+    objects: sifted.indexable.size,
     drift: driftCounts(drift),
-    driftKeys: firstDriftKeys(drift, keys),
+    driftKeys: firstDriftKeys(drift, run.options.keys),
     unshardable: plans[plans.length - 1].unshardable,
     refused: refusedKeys.size,
     refusedKeys: [...refusedKeys].sort(),
@@ -166,13 +152,13 @@ function report(
     held: live.hold,
     staleMirrors: [...(live.mirror?.stale ?? [])].sort(),
     mirrorFailures: outcome?.mirrorFailures ?? 0,
-    entries,
+    entries: healed.entries,
     published: outcome?.published ?? false,
     conflicts: outcome?.conflicts ?? 0,
     lockWaits: outcome?.lockWaits ?? 0,
     keptCopy: outcome?.keptCopy,
     conditional: outcome?.conditional ?? true,
-    publishMs,
+    publishMs: healed.publishMs,
     index: outcome?.index,
   };
 }

@@ -3,14 +3,14 @@
  * fed to that scope's heal by partitions (`shard-heal.ts`); objects of namespaces inside the root are
  * gathered as `listScopes` gathers them, for the whole-index heal.
  */
-import type { HealOptions, ScopeReport } from './heal-types';
+import type { HealRun } from './heal-run';
+import type { ScopeReport } from './heal-types';
 import type { ListedObject } from './index-file';
 import { compareKeys } from './key-space';
 import { isSkippedObject, topFolder } from './keys';
 import type { ShardBase } from './layouts/shard-chunk';
 import { namespaceExists, notePartition } from './list';
 import type { ListPage } from './s3';
-import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
 import { PartitionHeal } from './shard-heal';
 
@@ -23,7 +23,6 @@ export interface PartitionListing {
   /** Partition files seen under each namespace's `_index/`. */
   readonly shardPartitions: Map<string, string[]>;
   readonly objectsSeen: number;
-  readonly startedAt: number;
   readonly listingMs: number;
 }
 
@@ -38,8 +37,6 @@ export interface ListingSource {
   /** The scope's key prefix, cut from every key listed. */
   readonly base: string;
   readonly pages: AsyncIterable<ListPage> | Iterable<ListPage>;
-  /** When the listing started, if before the call (a listing resumed across invocations). */
-  readonly startedAt?: number;
   /** The listing is of the whole root, namespaces included: they are told apart and gathered. */
   readonly namespaces: boolean;
   /** Asked after each page: true stops the listing there (see `feedListing`). */
@@ -63,18 +60,16 @@ export interface FedListing {
  * (asked once per folder as the listing reaches it): its objects are gathered, not healed here.
  */
 export async function healWhileListing(
-  store: S3Store,
+  run: HealRun,
   scope: IndexScope,
   shards: ShardBase,
   source: ListingSource,
-  options: HealOptions,
 ): Promise<PartitionListing> {
-  const startedAt = source.startedAt ?? Date.now();
-  const heal = new PartitionHeal(store, scope, shards, startedAt, options);
-  const fed = await feedListing(heal, store, scope, source, options);
-  const listingMs = Date.now() - startedAt;
+  const heal = new PartitionHeal(run, scope, shards);
+  const fed = await feedListing(run, heal, source);
+  const listingMs = Date.now() - run.listingStartedAt;
   const report = await heal.finish();
-  return { report, namespaces: fed.namespaces, shardPartitions: fed.shardPartitions, objectsSeen: fed.objectsSeen, startedAt, listingMs };
+  return { report, namespaces: fed.namespaces, shardPartitions: fed.shardPartitions, objectsSeen: fed.objectsSeen, listingMs };
 }
 
 /**
@@ -83,13 +78,12 @@ export async function healWhileListing(
  * seen); a namespace found then is not gathered again, as its objects listed then are gone.
  */
 export async function feedListing(
+  run: HealRun,
   heal: PartitionHeal,
-  store: S3Store,
-  scope: IndexScope,
   source: ListingSource,
-  options: HealOptions,
   carried?: { readonly folders: ReadonlyMap<string, boolean>; readonly objectsSeen: number },
 ): Promise<FedListing> {
+  const { store, root, options } = run;
   const { base, pages } = source;
   const namespaces = new Map<string, Map<string, ListedObject>>();
   const shardPartitions = new Map<string, string[]>();
@@ -105,7 +99,7 @@ export async function feedListing(
       const top = source.namespaces ? topFolder(rel) : undefined;
       let namespace = top !== undefined ? folders.get(top) : false;
       if (namespace === undefined) {
-        namespace = await namespaceExists(store, scope.root, top!);
+        namespace = await namespaceExists(store, root, top!);
         folders.set(top!, namespace);
         if (namespace && !options.skipNamespace?.(top!)) namespaces.set(top!, new Map());
       }

@@ -1,7 +1,8 @@
 /** The full heal of a datastore root: list once, diff every scope's index, publish where it drifted. */
 import { emptyHint, holdsNothing } from './empty-root';
 import { EmptyDatastoreError, IndexTooLargeError } from './errors';
-import { healScope } from './heal-scope';
+import { HealRun } from './heal-run';
+import { type ScopeListing, healScope } from './heal-scope';
 import { type FedListing, healWhileListing, pagesInKeyOrder } from './heal-stream';
 import type { HealOptions, HealReport, ScopeReport } from './heal-types';
 import { PendingHint } from './index-hint';
@@ -9,8 +10,6 @@ import { readLiveIndex } from './layouts/read';
 import { shardBaseFor } from './layouts/shard-chunk';
 import type { LiveIndex } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
-import { MemoryGuard, memoryBudget } from './memory';
-import { checkNamespaceName, rootBase } from './names';
 import { parallelLister } from './parallel-list';
 import type { ListPage, S3Store } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
@@ -28,12 +27,15 @@ export const PARTITION_WINDOW = 32;
  * read whole and healed after the listing.
  */
 export async function healRoot(store: S3Store, root: DatastoreRoot, options: HealOptions): Promise<HealReport> {
-  const base = rootBase(root) + (options.namespace ? `${checkNamespaceName(options.namespace)}/` : '');
-  const target: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+  return heal(new HealRun(store, root, options));
+}
+
+/** The heal `run` stands for (see `healRoot`). */
+export async function heal(run: HealRun): Promise<HealReport> {
+  const { options, target } = run;
   if (options.listing) {
-    const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
-    guard.listing(describeScope(target), options.listing.objectsSeen);
-    return healListed(store, root, target, base, options.listing, options, guard);
+    run.guard.listing(describeScope(target), options.listing.objectsSeen);
+    return healListed(run, options.listing);
   }
   // The listing starts while the layout is read, a round trip sooner; a heal by partitions then narrows
   // the default lister's window, before it can have buffered more than a round of pages.
@@ -41,21 +43,15 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
   // A heal keeps no listed ETag: they are not read.
   // The index a heal reads anyway tells the listing where to cut, once read (see `parallel-hint.ts`).
   const hint = new PendingHint();
-  const listing = startListing(options.lister ?? parallelLister({ window: () => window, etags: false }), store, base, hint);
+  const listing = startListing(run, options.lister ?? parallelLister({ window: () => window, etags: false }), hint);
   try {
-    const shards = await shardBaseFor(store, target);
-    if (!shards) return await healWhole(store, root, target, base, listing, options, hint);
+    const shards = await shardBaseFor(run.store, target);
+    if (!shards) return await healWhole(run, listing, hint);
     hint.none();
     window = PARTITION_WINDOW;
-    const listed = await healWhileListing(
-      store,
-      target,
-      shards,
-      { base, pages: listing.pages, startedAt: listing.startedAt, namespaces: !options.namespace },
-      options,
-    );
-    const scopes = [listed.report, ...(await healGathered(store, root, listed, listed.startedAt, options))];
-    return { root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
+    const listed = await healWhileListing(run, target, shards, { base: run.base, pages: listing.pages, namespaces: !options.namespace });
+    const scopes = [listed.report, ...(await healGathered(run, listed))];
+    return { root: run.root, scopes, objectsSeen: listed.objectsSeen, listingMs: listed.listingMs };
   } finally {
     hint.none();
     await listing.stop();
@@ -63,35 +59,26 @@ export async function healRoot(store: S3Store, root: DatastoreRoot, options: Hea
 }
 
 /** Heals, in name order, the namespaces a listing by partitions gathered inside the root (see `feedListing`). */
-export async function healGathered(
-  store: S3Store,
-  root: DatastoreRoot,
-  gathered: Pick<FedListing, 'namespaces' | 'shardPartitions'>,
-  listingStartedAt: number,
-  options: HealOptions,
-): Promise<ScopeReport[]> {
+export async function healGathered(run: HealRun, gathered: Pick<FedListing, 'namespaces' | 'shardPartitions'>): Promise<ScopeReport[]> {
   const scopes: ScopeReport[] = [];
   for (const [ns, objects] of [...gathered.namespaces].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    scopes.push(await healScope(store, { root, namespace: ns }, objects, gathered.shardPartitions.get(ns), listingStartedAt, options));
+    scopes.push(await healScope(run, { root: run.root, namespace: ns }, { objects, shardPartitions: gathered.shardPartitions.get(ns) }));
   }
   return scopes;
 }
 
-/** A listing begun now, its first page asked at once. */
+/** A listing of the run's base begun now (when the run's listing started), its first page asked at once. */
 interface StartedListing {
   readonly pages: AsyncIterable<ListPage>;
-  readonly startedAt: number;
   /** Ends the listing, if its pages were not all taken; waits for its requests in flight. */
   stop(): Promise<void>;
 }
 
-function startListing(lister: Lister, store: S3Store, base: string, hint: PendingHint): StartedListing {
-  const startedAt = Date.now();
-  const iterator = lister(store, base, hint.promise)[Symbol.asyncIterator]();
+function startListing(run: HealRun, lister: Lister, hint: PendingHint): StartedListing {
+  const iterator = lister(run.store, run.base, hint.promise)[Symbol.asyncIterator]();
   const first = iterator.next();
   first.catch(() => undefined);
   return {
-    startedAt,
     pages: {
       async *[Symbol.asyncIterator]() {
         for (let next = await first; !next.done; next = await iterator.next()) yield next.value;
@@ -104,21 +91,13 @@ function startListing(lister: Lister, store: S3Store, base: string, hint: Pendin
 }
 
 /** The heal of a root whose own scope is not healed by partitions: the listing is held whole, then every scope is healed. */
-async function healWhole(
-  store: S3Store,
-  root: DatastoreRoot,
-  target: IndexScope,
-  base: string,
-  listing: StartedListing,
-  options: HealOptions,
-  hint: PendingHint,
-): Promise<HealReport> {
+async function healWhole(run: HealRun, listing: StartedListing, hint: PendingHint): Promise<HealReport> {
+  const { store, target, base, guard } = run;
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
   const early = readLiveIndex(store, target);
   early.catch(() => undefined);
   hint.from(early);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.
-  const guard = new MemoryGuard(memoryBudget(options.memoryBudget));
   const listedName = describeScope(target);
   const guarded: Lister = async function* () {
     for await (const page of listing.pages) {
@@ -126,21 +105,13 @@ async function healWhole(
       yield page;
     }
   };
-  const listed = await listScopes(store, base, guarded, options.onListed, listing.startedAt);
-  return healListed(store, root, target, base, listed, options, guard, early);
+  const listed = await listScopes(store, base, guarded, run.options.onListed, run.listingStartedAt);
+  return healListed(run, listed, early);
 }
 
 /** Heals every scope of a listing of the root (or of the namespace healed) as a whole index. */
-async function healListed(
-  store: S3Store,
-  root: DatastoreRoot,
-  target: IndexScope,
-  base: string,
-  listing: ScopedListing,
-  options: HealOptions,
-  guard: MemoryGuard,
-  early?: Promise<LiveIndex>,
-): Promise<HealReport> {
+async function healListed(run: HealRun, listing: ScopedListing, early?: Promise<LiveIndex>): Promise<HealReport> {
+  const { store, root, base, options } = run;
   // A prefix without a single object is most likely mistyped: check and repair give the same advice.
   const empty = listing.objectsSeen === 0 && (await holdsNothing(store, base));
   const hint = empty ? await emptyHint(store, base) : undefined;
@@ -148,10 +119,14 @@ async function healListed(
     throw new EmptyDatastoreError(`s3://${store.bucket}/${base} holds no object at all; no index was created there`, hint);
   }
   const advice = empty ? `s3://${store.bucket}/${base} holds no object at all. ${hint}` : undefined;
+  const scopeListing = (ns: string): ScopeListing => ({
+    objects: listing.scopes.get(ns)!,
+    shardPartitions: listing.shardPartitions.get(ns),
+  });
   const scopes: ScopeReport[] = [];
   if (options.namespace) {
     // Listed from inside the namespace, so its objects sit in the listing's root scope.
-    scopes.push(await healListedScope(store, target, listing, '', options, early, guard));
+    scopes.push(await healListedScope(run, run.target, scopeListing(''), early));
   } else {
     // A scope too large to heal is skipped for the others' sake, then reported.
     let tooLarge: IndexTooLargeError | undefined;
@@ -159,7 +134,7 @@ async function healListed(
       if (ns && options.skipNamespace?.(ns)) continue;
       const scope: IndexScope = ns ? { root, namespace: ns } : { root };
       try {
-        scopes.push(await healListedScope(store, scope, listing, ns, options, ns ? undefined : early, guard));
+        scopes.push(await healListedScope(run, scope, scopeListing(ns), ns ? undefined : early));
       } catch (err) {
         if (!(err instanceof IndexTooLargeError)) throw err;
         tooLarge ??= err;
@@ -171,18 +146,9 @@ async function healListed(
 }
 
 /** Heals one scope of a listing made already: by partitions when it is a whole shard-first scope (see `healRoot`). */
-async function healListedScope(
-  store: S3Store,
-  scope: IndexScope,
-  listing: ScopedListing,
-  ns: string,
-  options: HealOptions,
-  early: Promise<LiveIndex> | undefined,
-  guard: MemoryGuard,
-): Promise<ScopeReport> {
-  const objects = listing.scopes.get(ns)!;
-  const shards = options.listing ? await shardBaseFor(store, scope) : undefined;
-  if (!shards) return healScope(store, scope, objects, listing.shardPartitions.get(ns), listing.startedAt, options, early, guard);
-  const source = { base: '', pages: pagesInKeyOrder(objects), startedAt: listing.startedAt, namespaces: false };
-  return (await healWhileListing(store, scope, shards, source, options)).report;
+async function healListedScope(run: HealRun, scope: IndexScope, listed: ScopeListing, early?: Promise<LiveIndex>): Promise<ScopeReport> {
+  const shards = run.options.listing ? await shardBaseFor(run.store, scope) : undefined;
+  if (!shards) return healScope(run, scope, listed, early);
+  const source = { base: '', pages: pagesInKeyOrder(listed.objects), namespaces: false };
+  return (await healWhileListing(run, scope, shards, source)).report;
 }

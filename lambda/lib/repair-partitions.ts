@@ -4,15 +4,16 @@
  * yet with their objects listed so far, and the tally), so no run holds more than a window of the root.
  */
 import { mapLimit } from './concurrency';
-import type { HealReport, ScopeReport } from './heal-types';
 import { PARTITION_WINDOW, healGathered, healRoot } from './heal';
+import { HealRun } from './heal-run';
 import { feedListing } from './heal-stream';
-import type { ShardBase } from './layouts/shard-chunk';
-import { checkNamespaceName, repairPartsDir, repairProgressKey, rootBase } from './names';
+import type { HealReport, ScopeReport } from './heal-types';
+import { shardBaseFor } from './layouts/shard-chunk';
+import { repairPartsDir, repairProgressKey } from './names';
 import { parallelLister } from './parallel-list';
 import type { RepairProgress, ResumableRepairOptions, ResumableRepairResult } from './repair-types';
 import type { S3Store } from './s3';
-import type { DatastoreRoot, IndexScope } from './scope';
+import type { DatastoreRoot } from './scope';
 import { type PausedPartitions, PartitionHeal } from './shard-heal';
 
 /** What a paused repair by partitions saves beside its progress, as JSON. */
@@ -52,27 +53,28 @@ async function loadRun(store: S3Store, progress: RepairProgress): Promise<SavedR
  * `shardBaseFor`): listed in parallel after the last run's last key, healed by partitions as it goes, and,
  * when time runs short, paused with its progress saved. Namespaces inside the root found in an earlier run
  * are healed at the end from a listing of their own, as their objects listed then were not kept.
+ * Undefined, having written nothing, when the scope's layout is not whole shard-first.
  */
 export async function repairByPartitions(
   store: S3Store,
   root: DatastoreRoot,
   options: ResumableRepairOptions,
-  shards: ShardBase,
   progress: RepairProgress | undefined,
-): Promise<ResumableRepairResult> {
-  const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-  const base = rootBase(root) + (options.namespace ? `${checkNamespaceName(options.namespace)}/` : '');
+): Promise<ResumableRepairResult | undefined> {
+  const shards = await shardBaseFor(store, options.namespace ? { root, namespace: options.namespace } : { root });
+  if (!shards) return undefined;
   const saving = options.mode === 'repair';
   const saved = progress?.byPartitions ? await loadRun(store, progress) : undefined;
   const earlier = saved ? progress : undefined;
-  const startedAt = earlier ? Date.parse(earlier.startedAt) : Date.now();
+  const run = new HealRun(store, root, options, earlier ? Date.parse(earlier.startedAt) : Date.now());
+  const { base } = run;
   const runStarted = Date.now();
   const reserveMs = options.reserveMs ?? 60_000;
-  const heal = new PartitionHeal(store, scope, shards, startedAt, options, saved?.heal);
+  const heal = new PartitionHeal(run, run.target, shards, saved?.heal);
   const lister = parallelLister({ window: PARTITION_WINDOW, etags: false, startAfter: earlier?.lastKey, pageSize: options.pageSize });
   const source = { base, pages: lister(store, base), namespaces: !options.namespace, stopWhen: () => options.remainingMs() < reserveMs };
   const carried = saved ? { folders: new Map(saved.folders), objectsSeen: saved.objectsSeen } : undefined;
-  const fed = await feedListing(heal, store, scope, source, options, carried);
+  const fed = await feedListing(run, heal, source, carried);
   const invocations = (earlier?.invocations ?? 0) + 1;
   const oldParts = earlier?.parts ?? [];
   const progressKey = repairProgressKey(root, options.namespace);
@@ -81,12 +83,12 @@ export async function repairByPartitions(
     const listingMs = Date.now() - runStarted;
     const result = { status: 'incomplete', objectsListed: fed.objectsSeen, lastKey: fed.stoppedAfter, invocations, listingMs } as const;
     if (!saving) return result;
-    const run: SavedRun = { heal: await heal.pause(), folders: [...fed.folders], objectsSeen: fed.objectsSeen };
+    const paused: SavedRun = { heal: await heal.pause(), folders: [...fed.folders], objectsSeen: fed.objectsSeen };
     const partKey = `${repairPartsDir(root, options.namespace)}${String(invocations).padStart(5, '0')}-${runStarted}.json`;
-    await store.put(partKey, JSON.stringify(run));
+    await store.put(partKey, JSON.stringify(paused));
     const next: RepairProgress = {
       version: 1,
-      startedAt: new Date(startedAt).toISOString(),
+      startedAt: new Date(run.listingStartedAt).toISOString(),
       lastKey: fed.stoppedAfter,
       objectsListed: fed.objectsSeen,
       invocations,
@@ -101,7 +103,7 @@ export async function repairByPartitions(
   }
 
   const listingMs = Date.now() - runStarted;
-  const scopes: ScopeReport[] = [await heal.finish(), ...(await healGathered(store, root, fed, startedAt, options))];
+  const scopes: ScopeReport[] = [await heal.finish(), ...(await healGathered(run, fed))];
   const found = new Set(fed.namespaces.keys());
   const before = [...(carried?.folders ?? [])].filter(([ns, isNamespace]) => isNamespace && !found.has(ns) && !options.skipNamespace?.(ns));
   for (const [ns] of before.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {

@@ -4,17 +4,17 @@
  * listing is complete: a partial listing is never published as a complete index.
  */
 import { mapLimit } from './concurrency';
-import { healRoot } from './heal';
-import type { RepairProgress, ResumableRepairOptions, ResumableRepairResult } from './repair-types';
+import { heal } from './heal';
+import { HealRun } from './heal-run';
 import type { IndexEntry, ListedObject } from './index-file';
 import { readLiveIndex } from './layouts/read';
-import { shardBaseFor } from './layouts/shard-chunk';
 import { baseIndexOf } from './layouts/types';
-import { type Lister, listScopes } from './list';
+import { type Lister, type ScopedListing, listScopes } from './list';
 import { isoTime } from './list-xml';
 import { MemoryGuard, memoryBudget } from './memory';
 import { checkNamespaceName, repairPartsDir, repairProgressKey, rootBase } from './names';
 import { repairByPartitions } from './repair-partitions';
+import type { RepairProgress, ResumableRepairOptions, ResumableRepairResult } from './repair-types';
 import type { ListPage, S3Store } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
@@ -96,8 +96,8 @@ export async function repairResumable(
   let progress = saving ? await loadRepairProgress(store, progressKey, options.maxProgressAgeMs) : undefined;
   // A whole shard-first scope is healed by partitions across runs; one that stopped being so starts over.
   if (!progress || progress.byPartitions) {
-    const shards = await shardBaseFor(store, options.namespace ? { root, namespace: options.namespace } : { root });
-    if (shards) return repairByPartitions(store, root, options, shards, progress);
+    const byPartitions = await repairByPartitions(store, root, options, progress);
+    if (byPartitions) return byPartitions;
     progress = undefined;
   }
   let earlier: Listed[] = [];
@@ -152,10 +152,9 @@ export async function repairResumable(
   const listed = await listScopes(store, base, memoryLister(earlier.concat(fresh.splice(0))));
   earlier = [];
   const listing = { ...listed, startedAt, listingMs: Date.now() - runStarted };
-  const confirmed = earlierKeys.size
-    ? await confirmEarlier(store, root, options.namespace, listing, earlierKeys, base, options.concurrency)
-    : 0;
-  const report = await healRoot(store, root, { ...options, listing });
+  const run = new HealRun(store, root, { ...options, listing });
+  const confirmed = earlierKeys.size ? await confirmEarlier(run, listing, earlierKeys) : 0;
+  const report = await heal(run);
   if (saving) {
     // Progress first: parts without progress are ignored, progress without parts is dropped.
     if (progress) await store.delete(progressKey);
@@ -168,15 +167,9 @@ export async function repairResumable(
  * Objects listed in an earlier run may have been deleted or rewritten since. Where such an object disagrees
  * with the live index (missing from it, or of another size), ask S3 again and list what is there now.
  */
-async function confirmEarlier(
-  store: S3Store,
-  root: DatastoreRoot,
-  namespace: string | undefined,
-  listing: Awaited<ReturnType<typeof listScopes>>,
-  earlierKeys: ReadonlySet<string>,
-  base: string,
-  concurrency = 16,
-): Promise<number> {
+async function confirmEarlier(run: HealRun, listing: ScopedListing, earlierKeys: ReadonlySet<string>): Promise<number> {
+  const { store, root, base } = run;
+  const { namespace } = run.options;
   let confirmed = 0;
   for (const [ns, objects] of listing.scopes) {
     const scope: IndexScope = namespace ? { root, namespace } : ns ? { root, namespace: ns } : { root };
@@ -184,7 +177,7 @@ async function confirmEarlier(
     const live = await readLiveIndex(store, scope, { shardPartitions: listing.shardPartitions.get(ns) });
     const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const doubtful = [...objects.values()].filter((o) => earlierKeys.has(prefix + o.key) && entries.get(o.key)?.size !== o.size);
-    await mapLimit(doubtful, concurrency, async (object: ListedObject) => {
+    await mapLimit(doubtful, run.concurrency, async (object: ListedObject) => {
       confirmed++;
       const info = await store.head(prefix + object.key);
       if (!info) objects.delete(object.key);

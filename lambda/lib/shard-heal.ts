@@ -5,13 +5,15 @@
  * the lock, so memory holds the largest partition and a window of the listing, not the root.
  */
 import { mapLimit } from './concurrency';
+import { confirmDoubtful } from './confirm';
 import { type ResizedEntry, resizedEntry } from './drift';
+import type { HealRun } from './heal-run';
 import type { HealMode, ScopeReport } from './heal-types';
 import { type IndexEntry, type ListedObject, entryFor } from './index-file';
 import { compareKeys } from './key-space';
 import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
-import { type MemoryBudget, MemoryGuard, memoryBudget } from './memory';
+import type { MemoryBudget, MemoryGuard } from './memory';
 import { scopeBase } from './names';
 import { Slots } from './parallel-slices';
 import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
@@ -92,17 +94,21 @@ export class PartitionHeal {
   private readonly tally: HealTally;
   /** Stops the heal at a partition too large to hold, before memory runs out. */
   private readonly guard: MemoryGuard;
+  private readonly store: S3Store;
+  private readonly listingStartedAt: number;
+  private readonly options: PartitionHealOptions;
 
   constructor(
-    private readonly store: S3Store,
+    private readonly run: HealRun,
     private readonly scope: IndexScope,
     private readonly base: ShardBase,
-    private readonly listingStartedAt: number,
-    private readonly options: PartitionHealOptions,
     paused?: PausedPartitions,
   ) {
-    this.tally = new HealTally(options.keys, paused?.tally);
-    this.guard = new MemoryGuard(memoryBudget(options.memoryBudget));
+    this.store = run.store;
+    this.listingStartedAt = run.listingStartedAt;
+    this.options = run.options;
+    this.guard = run.guard;
+    this.tally = new HealTally(this.options.keys, paused?.tally);
     if (!paused) return;
     for (const [partition, at] of paused.judgedAt) this.judgedAt.set(partition, at);
     for (const partition of paused.revisit) this.revisit.add(partition);
@@ -283,14 +289,10 @@ export class PartitionHeal {
     }
     const missing = [...listed.keys()].filter((key) => !file.entries.has(key));
     // The listing is no snapshot: an entry absent from it, or of another size, may follow an upload after it passed.
-    const base = scopeBase(this.scope);
-    const concurrency = this.options.concurrency ?? 16;
-    await mapLimit(doubtful, concurrency, async (key) => {
-      if (!(await this.store.head(base + key))) stale.push(key);
-    });
-    await mapLimit(doubtfulSize, concurrency, async (r) => {
-      if ((await this.store.head(base + r.key))?.size !== r.indexSize) resized.push(r);
-    });
+    const sizes = new Map(doubtfulSize.map((r) => [r.key, r.indexSize]));
+    const confirmed = await confirmDoubtful(this.store, scopeBase(this.scope), { keys: doubtful, sizes }, this.run.concurrency);
+    for (const key of doubtful) if (!confirmed.there.has(key)) stale.push(key);
+    for (const r of doubtfulSize) if (!confirmed.sized.has(r.key)) resized.push(r);
     this.tally.drift.missing.add(missing);
     this.tally.drift.stale.add(stale);
     this.tally.drift.resized.add(resized);
@@ -352,15 +354,10 @@ export class PartitionHeal {
   /** One publish of the partitions a chunk touches (see `readShardChunk`). */
   private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
-    const name = describeScope(this.scope);
     const planner = chunkPlanner(this.store, this.scope, changes, this.options.concurrency ?? 16);
     const outcome = await publishIndex(this.store, this.scope, planner, {
-      ...this.options.publish,
+      ...this.run.publishOptions(this.scope),
       read: (known) => readShardChunk(this.store, this.scope, touched, known),
-      onEvent: (event) => {
-        this.options.onEvent?.(name, event);
-        this.options.publish?.onEvent?.(event);
-      },
     });
     this.tally.committed(outcome, Date.now() - started);
   }

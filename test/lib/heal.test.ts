@@ -289,6 +289,7 @@ describe('healRoot after a client deleted an object', () => {
 describe('healScope with a listing older than the index (found by the chaos suite)', () => {
   it('does not resize (and strip the client fields of) an entry whose object was overwritten after the listing passed', async () => {
     const { healScope } = await import('../../lambda/lib/heal');
+    const { HealRun } = await import('../../lambda/lib/heal-run');
     const store = await testStore();
     const root = { bucket: store.bucket, prefix: 'h' };
     await putObjects(store, { 'h/logs/over.log': 'x'.repeat(10) });
@@ -297,7 +298,8 @@ describe('healScope with a listing older than the index (found by the chaos suit
     // The listing saw the first upload (3 bytes); the client then overwrote it and indexed the new bytes.
     const listing = new Map([['logs/over.log', { key: 'logs/over.log', size: 3, lastModified: isoAgo(5_000) }]]);
 
-    const report = await healScope(connectStore(store.bucket), { root }, listing, undefined, Date.now() - 5_000, { mode: 'repair' });
+    const run = new HealRun(connectStore(store.bucket), root, { mode: 'repair' }, Date.now() - 5_000);
+    const report = await healScope(run, { root }, { objects: listing });
 
     expect(report.published).toBe(false);
     expect((await readIndex(store, 'h/.datastore-index.json'))!.entries.get('logs/over.log')).toEqual(entry);
