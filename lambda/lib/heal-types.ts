@@ -1,7 +1,7 @@
 /** What a heal takes and what it reports, shared by the whole heal and the heal by partitions. */
 import type { Drift, DriftCounts } from './drift';
 import type { DatastoreIndex } from './index-file';
-import type { Layout, LiveIndex } from './layouts/types';
+import type { Layout } from './layouts/types';
 import type { Lister, ScopedListing } from './list';
 import type { MemoryBudget } from './memory';
 import type { PublishEvent, PublishOptions } from './publish';
@@ -52,7 +52,7 @@ export interface ScopeReport {
   readonly namespace?: string;
   readonly layout: Layout;
   /** The index's state before the heal. */
-  readonly indexState: LiveIndex['state'];
+  readonly indexState: 'absent' | 'unreadable' | 'valid';
   readonly unreadableReason?: string;
   /** Data objects in the listing, refused keys apart. */
   readonly objects: number;

@@ -69,8 +69,7 @@ export { parseIndex } from './parse-index';
 // Check and repair: one listing, every index of the root.
 export { type HealMode, type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
 export type { Drift, DriftCounts, ResizedEntry } from './drift';
-export type { Layout, LiveIndex, LiveLayout, MirrorState, ShardState, UnreadablePart } from './layouts/types';
-export type { MirrorMeta, ShardMeta } from './layouts/manifest';
+export type { Layout } from './layouts/types';
 export type { MemoryBudget } from './memory';
 export type { PublishEvent, PublishOptions } from './publish';
 export { type LockOptions, releaseHeldLocks } from './lock';
