@@ -1,5 +1,5 @@
 /** The shard-first layout (manifest version 2): the partition files are the index, the manifest says which to read. */
-import { type DatastoreIndex, type IndexEntry, emptyIndex, parseIndex, serializeIndex } from '../index-file';
+import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../index-file';
 import { mapLimit } from '../concurrency';
 import { partitionOf } from '../keys';
 import { partitionKeyOf, manifestKeyOf, publishRecordKey } from '../names';
@@ -7,11 +7,12 @@ import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import type { ShardMeta } from './manifest';
 import { conditionFor } from './objects';
-import type { IndexWriteResult, LiveIndex, LiveLayout, ShardState, UnreadablePart, WriteOptions } from './types';
+import { readShardFiles } from './shard-read';
+import type { IndexWriteResult, LiveIndex, WriteOptions } from './types';
 
 /**
  * Reads the partition files a manifest lists (and `candidates` it does not: those that exist are orphans) into
- * one index, as clients merge them.
+ * one index, as clients merge them; a file that does not parse is reported unreadable, its sound entries kept.
  */
 export async function readShards(
   store: S3Store,
@@ -20,90 +21,20 @@ export async function readShards(
   metaObject: StoredObject,
   candidates: ReadonlySet<string>,
 ): Promise<LiveIndex> {
-  const index = emptyIndex();
-  const shardEtags = new Map<string, string>();
-  const byPartition = new Map<string, Map<string, IndexEntry>>();
   const listed = new Set(meta.partitions);
-  const all = [...meta.partitions, ...[...candidates].filter((p) => !listed.has(p))];
-  const [intent, objects] = await Promise.all([
-    store.head(publishRecordKey(scope)),
-    Promise.all(all.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const)),
-  ]);
-  // A candidate with no file is no orphan, and not missing either: no client was told to read it.
-  const missing = new Set(objects.filter(([p, object]) => !object && listed.has(p)).map(([partition]) => partition));
-  const orphans = new Set(objects.filter(([p, object]) => object && !listed.has(p)).map(([partition]) => partition));
-  const adoptable = new Map<string, IndexEntry>();
-  const shards: ShardState = {
-    meta,
-    metaEtag: metaObject.etag,
-    shardEtags,
-    byPartition,
-    orphans,
-    adoptable,
-    missing,
-    intentEtag: intent?.etag,
-  };
-  // Every shard's ETag first: a rewrite after an unreadable shard must replace (If-Match) the shards after it too.
-  for (const [partition, object] of objects) if (object) shardEtags.set(partition, object.etag);
-  const parts: UnreadablePart[] = [];
-  let newer: string | undefined;
-  for (const [partition, object] of objects) {
-    const entries = new Map<string, IndexEntry>();
-    byPartition.set(partition, entries);
-    if (!object) continue;
-    // A shard written after the manifest: a publish stopped before its manifest, so clients may skip that shard.
-    if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
-    const parsed = parseIndex(object.body);
-    if (!parsed.ok) {
-      parts.push({
-        key: partitionKeyOf(scope, partition),
-        reason: `shard ${partition}: ${parsed.reason}`,
-        bytes: object.body,
-        etag: object.etag,
-        version: parsed.version,
-      });
-    }
-    // A file whose entries are mostly sound keeps them (and their client fields) through its rewrite.
-    const found = parsed.ok ? parsed.index.entries : parsed.salvaged?.entries;
-    if (!found) continue;
-    // What clients see is what the manifest lists; an orphan's entries only wait to be adopted.
-    const into = orphans.has(partition) ? adoptable : index.entries;
-    for (const [k, entry] of found) {
-      entries.set(k, entry);
-      into.set(k, entry);
-    }
-  }
-  const pending = shardPending({ intent: intent !== undefined, missing, orphans, newer });
-  const layout: LiveLayout = { layout: 'shard-first', shards, pending };
-  if (parts.length > 0) return { ...layout, state: 'unreadable', ...parts[0], parts, salvaged: index };
-  return { ...layout, state: 'valid', index, etag: metaObject.etag };
-}
-
-/** What a read of a shard-first scope found that its layout still needs written, whatever its entries say. */
-export interface ShardFindings {
-  /** An earlier publish left its record. */
-  readonly intent: boolean;
-  readonly missing: ReadonlySet<string>;
-  readonly orphans: ReadonlySet<string>;
-  /** A partition file written after the manifest. */
-  readonly newer?: string;
-}
-
-/** Why a shard-first scope needs a write even when its entries are true (`LiveLayout.pending`), or undefined. */
-export function shardPending(found: ShardFindings): string | undefined {
-  if (found.intent) return 'an earlier publish stopped between its shards and its manifest';
-  if (found.missing.size > 0) return `partition files the manifest lists are missing: ${[...found.missing].sort().join(', ')}`;
-  if (found.orphans.size > 0) return `partition files not in the manifest: ${[...found.orphans].sort().join(', ')}`;
-  return found.newer === undefined ? undefined : `shard ${found.newer} is newer than the manifest`;
+  const partitions = [...meta.partitions, ...[...candidates].filter((p) => !listed.has(p))];
+  return readShardFiles(
+    store,
+    scope,
+    { meta, object: metaObject },
+    { partitions, orphans: true, strict: false, others: true, record: true },
+  );
 }
 
 /**
  * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags; the
  * publish record is left for a write to ask (see `ShardState.recordUnread`). Undefined when that is not
- * enough to write safely, and the whole index must be read: a touched file does not parse, one exists that
- * the manifest does not list (an orphan is adopted only by what reads every file), or one holds an entry of
- * a partition not read (clients merge every file, so the entry counts wherever it is filed; a write moves
- * it to its own).
+ * enough to write safely, and the whole index must be read (see `ShardRead.strict`).
  */
 export async function readShardsPartially(
   store: S3Store,
@@ -112,46 +43,12 @@ export async function readShardsPartially(
   metaObject: StoredObject,
   partitions: ReadonlySet<string>,
 ): Promise<LiveIndex | undefined> {
-  const wanted = [...partitions].sort();
-  const objects = await Promise.all(wanted.map(async (p) => [p, await store.get(partitionKeyOf(scope, p))] as const));
-  const index = emptyIndex();
-  const shardEtags = new Map<string, string>();
-  const byPartition = new Map<string, Map<string, IndexEntry>>();
-  const missing = new Set<string>();
-  const listed = new Set(meta.partitions);
-  let newer: string | undefined;
-  for (const [partition, object] of objects) {
-    const entries = new Map<string, IndexEntry>();
-    byPartition.set(partition, entries);
-    if (!object) {
-      if (listed.has(partition)) missing.add(partition);
-      continue;
-    }
-    if (!listed.has(partition)) return undefined;
-    const parsed = parseIndex(object.body);
-    if (!parsed.ok) return undefined;
-    // An entry filed in a partition not read would be moved to its own file on write, and that file is unread.
-    for (const k of parsed.index.entries.keys()) if (!partitions.has(partitionOf(k) ?? partition)) return undefined;
-    shardEtags.set(partition, object.etag);
-    if (object.lastModified.getTime() > metaObject.lastModified.getTime()) newer ??= partition;
-    for (const [k, entry] of parsed.index.entries) {
-      entries.set(k, entry);
-      index.entries.set(k, entry);
-    }
-  }
-  const shards: ShardState = {
-    meta,
-    metaEtag: metaObject.etag,
-    shardEtags,
-    byPartition,
-    orphans: new Set(),
-    adoptable: new Map(),
-    missing,
-    partial: partitions,
-    recordUnread: true,
-  };
-  const pending = shardPending({ intent: false, missing, orphans: new Set(), newer });
-  return { layout: 'shard-first', shards, pending, state: 'valid', index, etag: metaObject.etag };
+  return readShardFiles(
+    store,
+    scope,
+    { meta, object: metaObject },
+    { partitions: [...partitions].sort(), partial: partitions, orphans: false, strict: true, others: true, record: false },
+  );
 }
 
 /**
