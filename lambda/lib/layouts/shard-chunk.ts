@@ -8,7 +8,7 @@ import { type KnownFile, readShardFiles } from './shard-read';
 import { SHARD_FILES_AT_ONCE, groupByPartition } from './shards';
 import type { KnownIndex, LiveIndex } from './types';
 
-/** A shard-first scope as found before a heal by partitions: its manifest, and its partition files' ETags. */
+/** A shard-first scope as found before a heal by partitions: its manifest and the manifest's ETag. */
 export interface ShardBase {
   readonly meta: ShardMeta;
   readonly metaEtag: string;
