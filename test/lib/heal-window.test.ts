@@ -13,7 +13,7 @@ import { parallelLister } from '../../lambda/lib/parallel-list';
 import { type S3Model, startS3Model } from '../../support/s3-model/server';
 import { testSettings, uniqueBucketName } from '../helpers/s3';
 
-const OBJECTS = 200_000;
+const OBJECTS = 300_000;
 // Two heals of a root this large are CPU-bound: what is asserted is how far the listing ran ahead, never how long it took.
 jest.setTimeout(300_000);
 let model: S3Model;
