@@ -9,7 +9,7 @@ import { confirmDoubtful } from './confirm';
 import { type ResizedEntry, resizedEntry } from './drift';
 import type { HealRun } from './heal-run';
 import type { HealMode, ScopeReport } from './heal-types';
-import { type IndexEntry, type ListedObject, entryFor } from './index-file';
+import type { IndexEntry, ListedObject } from './index-file';
 import { compareKeys } from './key-space';
 import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
@@ -45,7 +45,8 @@ function passed(folder: string, pos: Position): boolean {
 /** The listing's objects of one partition since it was last held against its file, and that file's read. */
 interface Unit {
   readonly partition: string;
-  readonly listed: Map<string, ListedObject>;
+  /** Each listed object as the entry `entryFor` makes of it: the entry it gets when its file lacks it. */
+  readonly listed: Map<string, IndexEntry>;
   readonly folders: Set<string>;
   /** Where the partition was last held against its file: entries of folders passed there were judged then. */
   readonly from?: Position;
@@ -79,6 +80,8 @@ const JUDGING = 32;
 /** A heal of one shard-first scope fed by a listing in key order (`add`, then `advance` after each page, then `finish`). */
 export class PartitionHeal {
   private readonly open = new Map<string, Unit>();
+  /** The open unit an object was last added to (see `add`). */
+  private last?: Unit;
   private readonly judgedAt = new Map<string, Position>();
   private readonly revisit = new Set<string>();
   private readonly judging = new Set<Promise<void>>();
@@ -132,10 +135,15 @@ export class PartitionHeal {
       return;
     }
     const { partition } = place;
-    let unit = this.open.get(partition);
-    if (!unit) {
-      unit = { partition, listed: new Map(), folders: new Set(), from: this.judgedAt.get(partition), file: this.read(partition) };
-      this.open.set(partition, unit);
+    // Objects come a partition at a time: the unit of the last one is the usual one.
+    let unit = this.last;
+    if (unit === undefined || unit.partition !== partition) {
+      unit = this.open.get(partition);
+      if (!unit) {
+        unit = { partition, listed: new Map(), folders: new Set(), from: this.judgedAt.get(partition), file: this.read(partition) };
+        this.open.set(partition, unit);
+      }
+      this.last = unit;
     }
     unit.listed.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
     unit.folders.add(place.folder);
@@ -246,6 +254,7 @@ export class PartitionHeal {
 
   private close(unit: Unit, pos: Position): void {
     this.open.delete(unit.partition);
+    if (this.last === unit) this.last = undefined;
     this.judgedAt.set(unit.partition, pos);
     const work: Promise<void> = this.judge(unit, pos)
       .catch((err: unknown) => {
@@ -287,7 +296,14 @@ export class PartitionHeal {
         (recent(entry) ? doubtfulSize : resized).push(r);
       }
     }
-    const missing = [...listed.keys()].filter((key) => !file.entries.has(key));
+    const missing: string[] = [];
+    const added: IndexEntry[] = [];
+    for (const [key, object] of listed) {
+      if (file.entries.has(key)) continue;
+      missing.push(key);
+      // Made by `add` (or a restore) as `entryFor` makes it, and held nowhere else.
+      added.push(object);
+    }
     // The listing is no snapshot: an entry absent from it, or of another size, may follow an upload after it passed.
     const sizes = new Map(doubtfulSize.map((r) => [r.key, r.indexSize]));
     const confirmed = await confirmDoubtful(this.store, scopeBase(this.scope), { keys: doubtful, sizes }, this.run.concurrency);
@@ -305,7 +321,7 @@ export class PartitionHeal {
       changes = new Map();
       this.pending.set(partition, changes);
     }
-    for (const key of missing) changes.set(key, { after: entryFor(listed.get(key)!) });
+    for (const entry of added) changes.set(entry.key, { after: entry });
     for (const key of stale) changes.set(key, { before: file.entries.get(key) });
     for (const { key } of resized) {
       const entry = file.entries.get(key)!;
