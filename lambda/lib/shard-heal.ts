@@ -8,31 +8,19 @@ import { mapLimit } from './concurrency';
 import { confirmDoubtful } from './confirm';
 import { type ResizedEntry, resizedEntry } from './drift';
 import type { HealRun } from './heal-run';
-import type { HealMode, ScopeReport } from './heal-types';
+import type { ScopeReport } from './heal-types';
 import type { IndexEntry, ListedObject } from './index-file';
 import { compareKeys } from './key-space';
 import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
-import type { MemoryBudget, MemoryGuard } from './memory';
+import type { MemoryGuard } from './memory';
 import { scopeBase } from './names';
 import { Slots } from './parallel-slices';
-import { type PublishEvent, type PublishOptions, publishIndex } from './publish';
+import { publishIndex } from './publish';
 import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
 import { type Change, chunkPlanner } from './shard-heal-plan';
 import { HealTally, type SavedTally } from './shard-heal-tally';
-
-/** How a heal by partitions runs (a subset of `HealOptions`). */
-export interface PartitionHealOptions {
-  readonly mode: HealMode;
-  readonly publish?: PublishOptions;
-  readonly concurrency?: number;
-  readonly clockSkewMs?: number;
-  readonly chunkEntries?: number;
-  readonly keys?: number;
-  readonly onEvent?: (scope: string, event: PublishEvent) => void;
-  readonly memoryBudget?: number | MemoryBudget;
-}
 
 /** Where the listing stands: a key it has reached, or `null` once it has ended. */
 type Position = string | null;
@@ -99,7 +87,7 @@ export class PartitionHeal {
   private readonly guard: MemoryGuard;
   private readonly store: S3Store;
   private readonly listingStartedAt: number;
-  private readonly options: PartitionHealOptions;
+  private readonly options: HealRun['options'];
 
   constructor(
     private readonly run: HealRun,
@@ -370,7 +358,7 @@ export class PartitionHeal {
   /** One publish of the partitions a chunk touches (see `readShardChunk`). */
   private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
-    const planner = chunkPlanner(this.store, this.scope, changes, this.options.concurrency ?? 16);
+    const planner = chunkPlanner(this.store, this.scope, changes, this.run.concurrency);
     const outcome = await publishIndex(this.store, this.scope, planner, {
       ...this.run.publishOptions(this.scope),
       read: (known) => readShardChunk(this.store, this.scope, touched, known),
