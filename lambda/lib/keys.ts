@@ -39,36 +39,8 @@ export function topFolder(rel: string): string | undefined {
   return slash > 0 ? rel.slice(0, slash) : undefined;
 }
 
-/** How the partition of a key under each top-level folder is named (see `partitionLength`). */
-const DEEP = 1;
-const RUNS = 2;
-const FLAT = 3;
-const FOLDER_KINDS: ReadonlyArray<readonly [string, number]> = [
-  ['data', DEEP],
-  ['outputs', DEEP],
-  ['definitions-evaluated', DEEP],
-  ['workflow-runs', RUNS],
-  ['workflows-evaluated', FLAT],
-  ['auto-definitions', FLAT],
-  ['audit', FLAT],
-  ['telemetry', FLAT],
-  ['logs', FLAT],
-  ['files', FLAT],
-];
-/** The folders of `FOLDER_KINDS` by the length of their name: a key's first segment is told without a copy of it. */
-const KINDS_BY_LENGTH: (readonly [string, number])[][] = [];
-for (const entry of FOLDER_KINDS) {
-  KINDS_BY_LENGTH[entry[0].length] ??= [];
-  KINDS_BY_LENGTH[entry[0].length].push(entry);
-}
-
-/** The kind of partition naming of a key whose first segment ends at `firstSlash` (0: none). */
-function folderKind(rel: string, firstSlash: number): number {
-  const named = KINDS_BY_LENGTH[firstSlash];
-  if (named === undefined) return 0;
-  for (let i = 0; i < named.length; i++) if (rel.startsWith(named[i][0])) return named[i][1];
-  return 0;
-}
+const DEEP_FOLDERS = new Set(['data', 'outputs', 'definitions-evaluated']);
+const FLAT_FOLDERS = new Set(['workflows-evaluated', 'auto-definitions', 'audit', 'telemetry', 'logs', 'files']);
 
 /**
  * The length of the leading segments of `rel` that name its shard partition (the contract's rule): 0 for a
@@ -78,53 +50,25 @@ function folderKind(rel: string, firstSlash: number): number {
 function partitionLength(rel: string): number | undefined {
   const firstSlash = rel.indexOf('/');
   if (firstSlash < 0) return 0;
-  const kind = folderKind(rel, firstSlash);
-  if (kind === FLAT) return firstSlash;
-  if (kind === RUNS) {
-    const end = rel.indexOf('/', firstSlash + 1);
-    return end < 0 ? undefined : end;
-  }
-  if (kind !== DEEP) return undefined;
-  // The slashes after the first, counted in one pass: the partition keeps all segments but the last one,
-  // or all but the last three from six segments on. The three last slashes seen are kept as they pass.
-  let count = 2;
-  let last = -1;
-  let second = -1;
-  let third = -1;
-  for (let i = rel.indexOf('/', firstSlash + 1); i >= 0; i = rel.indexOf('/', i + 1)) {
-    count++;
-    third = second;
-    second = last;
-    last = i;
-  }
-  if (count < 4) return undefined;
-  return count >= 6 ? third : last;
+  const first = rel.slice(0, firstSlash);
+  let kept: number;
+  if (DEEP_FOLDERS.has(first)) {
+    let count = 2;
+    for (let i = rel.indexOf('/', firstSlash + 1); i >= 0; i = rel.indexOf('/', i + 1)) count++;
+    if (count < 4) return undefined;
+    kept = count >= 6 ? count - 3 : count - 1;
+  } else if (first === 'workflow-runs') kept = 2;
+  else return FLAT_FOLDERS.has(first) ? firstSlash : undefined;
+  let end = firstSlash;
+  for (let segment = 1; segment < kept && end >= 0; segment++) end = rel.indexOf('/', end + 1);
+  return end < 0 ? undefined : end;
 }
-
-/**
- * The last partition named, kept: keys come a partition at a time (a listing, an index's entries), and a
- * key under the same folder is told by one comparison, its partition's name shared rather than made again
- * (a shared string also keeps its hash, so a map keyed by partition finds it at once).
- */
-let lastFolder = '';
-let lastPlace: { readonly partition: string; readonly folder: string } | undefined;
-
-/** The place of a key whose partition names its first `length` characters (`length` > 0). */
-function placeOf(rel: string, length: number): { readonly partition: string; readonly folder: string } {
-  if (lastPlace !== undefined && lastFolder.length === length + 1 && rel.startsWith(lastFolder)) return lastPlace;
-  const folder = rel.slice(0, length + 1);
-  lastFolder = folder;
-  lastPlace = Object.freeze({ partition: rel.slice(0, length).replaceAll('/', '--'), folder });
-  return lastPlace;
-}
-
-const ROOT_PLACE: { readonly partition: string; readonly folder: string } = Object.freeze({ partition: '_root', folder: '' });
 
 /** The shard partition of a relative key, or undefined when the key cannot be sharded. */
 export function partitionOf(rel: string): string | undefined {
   const length = partitionLength(rel);
   if (length === undefined) return undefined;
-  return length === 0 ? '_root' : placeOf(rel, length).partition;
+  return length === 0 ? '_root' : rel.slice(0, length).replaceAll('/', '--');
 }
 
 /**
@@ -135,17 +79,16 @@ export function partitionOf(rel: string): string | undefined {
 export function partitionFolder(rel: string): string | undefined {
   const length = partitionLength(rel);
   if (length === undefined) return undefined;
-  return length === 0 ? '' : placeOf(rel, length).folder;
+  return length === 0 ? '' : rel.slice(0, length + 1);
 }
 
-/**
- * A key's partition and folder (see `partitionOf`, `partitionFolder`) from one reading of its segments;
- * undefined when it has no partition. Keys of one folder get the same object, frozen.
- */
+/** A key's partition and folder (see `partitionOf`, `partitionFolder`) from one reading of its segments; undefined when it has no partition. */
 export function partitionPlace(rel: string): { readonly partition: string; readonly folder: string } | undefined {
   const length = partitionLength(rel);
   if (length === undefined) return undefined;
-  return length === 0 ? ROOT_PLACE : placeOf(rel, length);
+  return length === 0
+    ? { partition: '_root', folder: '' }
+    : { partition: rel.slice(0, length).replaceAll('/', '--'), folder: rel.slice(0, length + 1) };
 }
 
 /** A path segment longer than this many UTF-8 bytes cannot be a file name on any common file system. */
