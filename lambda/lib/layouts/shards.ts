@@ -1,6 +1,7 @@
 /** The shard-first layout (manifest version 2): the partition files are the index, the manifest says which to read. */
 import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../index-file';
 import { mapLimit } from '../concurrency';
+import { UnexpectedError } from '../errors';
 import { partitionOf } from '../keys';
 import { partitionKeyOf, manifestKeyOf, publishRecordKey } from '../names';
 import type { S3Store, StoredObject } from '../s3';
@@ -83,7 +84,12 @@ export async function writeShards(
   const { partial } = shards;
   // A partition not read has no entries here: written, it would be emptied.
   const unread = partial ? [...grouped.keys()].filter((p) => !partial.has(p)) : [];
-  if (unread.length > 0) throw new Error(`a partial shard-first read cannot write partitions it did not read: ${unread.join(', ')}`);
+  if (unread.length > 0) {
+    throw new UnexpectedError('writeShards', {
+      name: 'UnreadPartitionWrite',
+      message: `a partial shard-first read cannot write partitions it did not read: ${unread.join(', ')}`,
+    });
+  }
   const changed = [...(partial ?? partitions)].sort().filter((partition) => {
     const key = partitionKeyOf(scope, partition);
     const unreadable = live.state === 'unreadable' && live.parts.some((part) => part.key === key);
