@@ -86,7 +86,6 @@ export class PartitionHeal {
   /** Stops the heal at a partition too large to hold, before memory runs out. */
   private readonly guard: MemoryGuard;
   private readonly store: S3Store;
-  private readonly listingStartedAt: number;
   private readonly options: HealRun['options'];
 
   constructor(
@@ -96,7 +95,6 @@ export class PartitionHeal {
     paused?: PausedPartitions,
   ) {
     this.store = run.store;
-    this.listingStartedAt = run.listingStartedAt;
     this.options = run.options;
     this.guard = run.guard;
     this.tally = new HealTally(this.options.keys, paused?.tally);
@@ -258,8 +256,8 @@ export class PartitionHeal {
     const file = await unit.file;
     this.guard.partition(describeScope(this.scope), partition, listed.size, file.entries.size, this.chunkEntries());
     if (file.bad) this.tally.unreadable ??= file.bad;
-    const skew = this.options.clockSkewMs ?? 300_000;
-    const recent = (entry: IndexEntry): boolean => !(Date.parse(entry.lastModified) < this.listingStartedAt - skew);
+    const since = this.run.since;
+    const recent = (entry: IndexEntry): boolean => !(Date.parse(entry.lastModified) < since);
     const stale: string[] = [];
     const doubtful: string[] = [];
     const resized: ResizedEntry[] = [];
