@@ -150,27 +150,30 @@ class Publication<F> {
 
   /**
    * Takes the lock, re-reads, re-plans (unless the version planned for is still there) and writes with a
-   * condition on what was read, retrying lost races. `readAgain` asks for the re-check's read to go out
-   * with the lock's release.
+   * condition on what was read; a lost race is tried again under a lock taken anew. `readAgain` asks for
+   * the re-check's read to go out with the lock's release.
    */
   async attempt(planned: Planned<F>, readAgain: boolean): Promise<Attempt<F>> {
-    const opening = this.opening(planned);
-    return withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, async (lock) => {
-      for (let attempt = 0; ; attempt++) {
-        const tried = await this.tryOnce(lock, attempt === 0 ? opening : undefined, readAgain);
-        if (tried.status !== 'conflict') return tried;
-        this.conflicts++;
-        this.whole = true;
-        this.emit({ event: 'conflict', attempt, key: tried.key });
-        if (attempt + 1 >= (this.options.maxAttempts ?? 6)) {
-          throw new PublishConflictError(
-            `The index object s3://${this.store.bucket}/${tried.key} kept changing under the datastore lock: ${this.conflicts} conditional writes lost their race`,
-            'Other writers keep changing it (current swamp clients push without the lock through the serve handler, each write merging theirs): retry later; if it persists, S3 server access logs name the writer',
-          );
-        }
-        await sleep(jitter(attempt));
+    let opening: Opening<F> | undefined = this.opening(planned);
+    for (let attempt = 0; ; attempt++) {
+      // Each try holds the lock for itself alone: the race was lost to a writer that does not take the lock,
+      // so waiting out the next try under it would only keep out the clients that do.
+      const tried = await withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, (lock) =>
+        this.tryOnce(lock, opening, readAgain),
+      );
+      opening = undefined;
+      if (tried.status !== 'conflict') return tried;
+      this.conflicts++;
+      this.whole = true;
+      this.emit({ event: 'conflict', attempt, key: tried.key });
+      if (attempt + 1 >= (this.options.maxAttempts ?? 6)) {
+        throw new PublishConflictError(
+          `The index object s3://${this.store.bucket}/${tried.key} kept changing under the datastore lock: ${this.conflicts} conditional writes lost their race`,
+          'Other writers keep changing it (current swamp clients push without the lock through the serve handler, each write merging theirs): retry later; if it persists, S3 server access logs name the writer',
+        );
       }
-    });
+      await sleep(jitter(attempt));
+    }
   }
 
   /** What the first try under the lock starts from: the plan made, and the reads sent while the lock is taken. */

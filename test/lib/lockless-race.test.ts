@@ -6,7 +6,7 @@
 import { healRoot } from '../../lambda/lib/heal';
 import type { IndexEntry } from '../../lambda/lib/index-file';
 import { partitionOf } from '../../lambda/lib/keys';
-import { INDEX_KEY, SHARD_DIR, SHARD_META_KEY } from '../../lambda/lib/names';
+import { INDEX_KEY, LOCK_KEY, SHARD_DIR, SHARD_META_KEY } from '../../lambda/lib/names';
 import type { S3Store } from '../../lambda/lib/s3';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import { type LocklessLayout, clientEntry, compareAndSwap, locklessPush } from '../helpers/lockless';
@@ -181,6 +181,25 @@ describe('a heal racing a lockless client', () => {
     expect(index.get(entry.key)).toEqual(entry);
     expect(mirror.get(entry.key)).toEqual(entry);
     expect(blindIndexWrites(requests)).toEqual([]);
+  });
+
+  it('a lost race gives the lock back before the next try, so clients that take the lock are not kept out meanwhile', async () => {
+    // GIVEN a monolith root and an unindexed object
+    const store = await testStore();
+    await rootWith(store, 'monolith', ['files/new.txt']);
+
+    // WHEN a lockless client's merge makes the indexer's first write of the monolith lose its race
+    const { requests, report } = await healRacing(store, 'monolith', BASE + INDEX_KEY, 'files/client.txt');
+
+    // THEN between the lost write and the next one the lock was released and taken again
+    expect(report.scopes[0].conflicts).toBe(1);
+    const writes = requests.flatMap((r, i) => (r.op === 'PutObject' && r.key === BASE + INDEX_KEY ? [i] : []));
+    expect(writes).toHaveLength(2);
+    const between = requests.slice(writes[0], writes[1]).filter((r) => r.key === BASE + LOCK_KEY);
+    expect(between.map((r) => r.op)).toEqual(expect.arrayContaining(['DeleteObject', 'PutObject']));
+    expect(between.findIndex((r) => r.op === 'DeleteObject')).toBeLessThan(
+      between.findIndex((r) => r.op === 'PutObject' && r.ifNoneMatch === '*'),
+    );
   });
 
   it('monolith: a monolith read and then changed by the client keeps both sides', async () => {
