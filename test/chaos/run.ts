@@ -1,5 +1,5 @@
 /**
- * `npm run chaos -- --seed N --seconds S` (or `--seeds 1..20`, `--parallel 2`, `--no-faults`, `--no-kills`,
+ * `npm run chaos -- --seed N --seconds S` (or `--seeds 1..20` or `4,6,8`, `--parallel 2`, `--no-faults`, `--no-kills`,
  * `--json FILE`): runs seeded chaos schedules and prints one row per seed and a total; a failing seed
  * prints the command that replays it. Exit 1 when any seed broke an invariant. `--crash-points` prints the
  * crash-point tables instead (`--only cli` or `--only lambda` for one of them).
@@ -17,8 +17,13 @@ function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel
     const v = () => argv[++i] ?? '';
     if (a === '--seed') out.seeds = [Number(v())];
     else if (a === '--seeds') {
-      const [lo, hi] = v().split('..').map(Number);
-      out.seeds = Array.from({ length: (hi ?? lo) - lo + 1 }, (_, k) => lo + k);
+      // A range (`1..20`), a list (`4,6,8`) or both (`1..3,9`).
+      out.seeds = v()
+        .split(',')
+        .flatMap((part) => {
+          const [lo, hi] = part.split('..').map(Number);
+          return Array.from({ length: Math.max(0, (hi ?? lo) - lo + 1) }, (_, k) => lo + k);
+        });
     } else if (a === '--seconds') out.seconds = Number(v());
     else if (a === '--parallel') out.parallel = Math.max(1, Number(v()));
     else if (a === '--no-faults') out.faults = false;
@@ -26,7 +31,7 @@ function parseArgs(argv: string[]): { seeds: number[]; seconds: number; parallel
     else if (a === '--json') out.json = v();
     else throw new Error(`unknown flag ${a}`);
   }
-  if (out.seeds.some((s) => !Number.isInteger(s)) || !(out.seconds > 0))
+  if (out.seeds.length === 0 || out.seeds.some((s) => !Number.isInteger(s)) || !(out.seconds > 0))
     throw new Error('--seed/--seeds take whole numbers, --seconds a positive number');
   return out;
 }
