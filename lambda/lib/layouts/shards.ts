@@ -134,7 +134,7 @@ export async function writeShards(
   if (result.status === 'conflict') return { status: 'conflict', key: metaKey, record, mirrorFailures: [] };
   // Gone or not, the manifest is written: a record left behind costs one more commitSeq, never a lost change.
   if (changed.length > 0 || shards.intentEtag) await store.delete(recordKey).catch(() => undefined);
-  return { status: 'written', shardEtags: etags, record, mirrorFailures: [] };
+  return { status: 'written', shardEtags: etags, shardEntries: grouped, record, mirrorFailures: [] };
 }
 
 /** Partition files read or written at once by one publish: a commit of a large heal touches many. */
