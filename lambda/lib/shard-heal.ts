@@ -11,7 +11,7 @@ import type { HealRun } from './heal-run';
 import type { ScopeReport } from './heal-types';
 import type { IndexEntry, ListedObject } from './index-file';
 import { compareKeys } from './key-space';
-import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
+import { isRefusedKey, partitionFolder, partitionPlaces } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
 import type { MemoryGuard } from './memory';
 import { scopeBase } from './names';
@@ -70,6 +70,8 @@ export class PartitionHeal {
   private readonly open = new Map<string, Unit>();
   /** The open unit an object was last added to (see `add`). */
   private last?: Unit;
+  /** Names the partition of each listed key, the last one's again while keys stay in its folder. */
+  private readonly place = partitionPlaces();
   private readonly judgedAt = new Map<string, Position>();
   private readonly revisit = new Set<string>();
   private readonly judging = new Set<Promise<void>>();
@@ -115,7 +117,7 @@ export class PartitionHeal {
       return;
     }
     this.tally.objects++;
-    const place = partitionPlace(rel);
+    const place = this.place(rel);
     if (place === undefined) {
       this.tally.unshardable++;
       return;
