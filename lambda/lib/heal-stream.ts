@@ -26,12 +26,6 @@ export interface PartitionListing {
   readonly listingMs: number;
 }
 
-/** A string with its own bytes (`slice` may share its parent's, and keep the parent alive). */
-function flat(text: string): string {
-  // Keys come from UTF-8 (S3 decoded them), so the round trip gives the same string.
-  return text.length < 13 ? text : Buffer.from(text, 'utf8').toString('utf8');
-}
-
 /** The pages a heal by partitions takes, in key order. */
 export interface ListingSource {
   /** The scope's key prefix, cut from every key listed. */
@@ -93,8 +87,8 @@ export async function feedListing(
     let last: string | undefined;
     for (const object of page.objects) {
       objectsSeen++;
-      // A copy, not a slice: a drift key kept for the report must not keep the whole key alive beside it.
-      const rel = base ? flat(object.key.slice(base.length)) : object.key;
+      // A slice keeps its key alive, a key of the same object held no longer than the slice: copying each costs more.
+      const rel = base ? object.key.slice(base.length) : object.key;
       last = rel;
       const top = source.namespaces ? topFolder(rel) : undefined;
       let namespace = top !== undefined ? folders.get(top) : false;

@@ -83,12 +83,35 @@ export function partitionFolder(rel: string): string | undefined {
 }
 
 /** A key's partition and folder (see `partitionOf`, `partitionFolder`) from one reading of its segments; undefined when it has no partition. */
-export function partitionPlace(rel: string): { readonly partition: string; readonly folder: string } | undefined {
+export function partitionPlace(rel: string): PartitionPlace | undefined {
   const length = partitionLength(rel);
   if (length === undefined) return undefined;
   return length === 0
     ? { partition: '_root', folder: '' }
     : { partition: rel.slice(0, length).replaceAll('/', '--'), folder: rel.slice(0, length + 1) };
+}
+
+/** A key's partition and folder (see `partitionPlace`). */
+export interface PartitionPlace {
+  readonly partition: string;
+  readonly folder: string;
+}
+
+/**
+ * `partitionPlace` for one call or run that reads many keys, most after another of the same folder (a
+ * listing, a grouping): the last place is handed back while keys stay in it, rather than named again.
+ */
+export function partitionPlaces(): (rel: string) => PartitionPlace | undefined {
+  let last: PartitionPlace | undefined;
+  return (rel) => {
+    const length = partitionLength(rel);
+    if (length === undefined) return undefined;
+    if (length === 0) return { partition: '_root', folder: '' };
+    // `length` is where a `/` stands: the same length and folder is the same partition.
+    if (last?.folder.length === length + 1 && rel.startsWith(last.folder)) return last;
+    last = { partition: rel.slice(0, length).replaceAll('/', '--'), folder: rel.slice(0, length + 1) };
+    return last;
+  };
 }
 
 /** A path segment longer than this many UTF-8 bytes cannot be a file name on any common file system. */

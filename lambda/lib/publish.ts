@@ -273,7 +273,9 @@ class Publication<F> {
     }
     if (result.status === 'conflict') return result;
     // The version written, so that a re-check finding it unchanged neither downloads nor plans it again.
-    if (result.shardEtags) return { status: 'written', known: { index, shardEtags: result.shardEtags } };
+    if (result.shardEtags) {
+      return { status: 'written', known: { index, shardEtags: result.shardEtags, shardEntries: result.shardEntries } };
+    }
     return { status: 'written', known: result.monolithEtag ? { etag: result.monolithEtag, index } : undefined };
   }
 

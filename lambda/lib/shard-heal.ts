@@ -11,7 +11,7 @@ import type { HealRun } from './heal-run';
 import type { ScopeReport } from './heal-types';
 import type { IndexEntry, ListedObject } from './index-file';
 import { compareKeys } from './key-space';
-import { isRefusedKey, partitionFolder, partitionPlace } from './keys';
+import { isRefusedKey, partitionFolder, partitionPlaces } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
 import type { MemoryGuard } from './memory';
 import { scopeBase } from './names';
@@ -33,8 +33,11 @@ function passed(folder: string, pos: Position): boolean {
 /** The listing's objects of one partition since it was last held against its file, and that file's read. */
 interface Unit {
   readonly partition: string;
-  /** Each listed object as the entry `entryFor` makes of it: the entry it gets when its file lacks it. */
-  readonly listed: Map<string, IndexEntry>;
+  /**
+   * Each listed object as the entry `entryFor` makes of it (the entry it gets when its file lacks it), in
+   * listing order: a listing names a key once, and only a file with entries needs them found by key.
+   */
+  readonly listed: IndexEntry[];
   readonly folders: Set<string>;
   /** Where the partition was last held against its file: entries of folders passed there were judged then. */
   readonly from?: Position;
@@ -70,6 +73,8 @@ export class PartitionHeal {
   private readonly open = new Map<string, Unit>();
   /** The open unit an object was last added to (see `add`). */
   private last?: Unit;
+  /** Names the partition of each listed key, the last one's again while keys stay in its folder. */
+  private readonly place = partitionPlaces();
   private readonly judgedAt = new Map<string, Position>();
   private readonly revisit = new Set<string>();
   private readonly judging = new Set<Promise<void>>();
@@ -102,7 +107,7 @@ export class PartitionHeal {
     for (const [partition, at] of paused.judgedAt) this.judgedAt.set(partition, at);
     for (const partition of paused.revisit) this.revisit.add(partition);
     for (const unit of paused.open) {
-      const listed = new Map(unit.listed.map(([key, size, lastModified]) => [key, { key, size, lastModified }]));
+      const listed = unit.listed.map(([key, size, lastModified]) => ({ key, size, lastModified }));
       const { partition, from } = unit;
       this.open.set(partition, { partition, listed, folders: new Set(unit.folders), from, file: this.read(partition) });
     }
@@ -115,7 +120,7 @@ export class PartitionHeal {
       return;
     }
     this.tally.objects++;
-    const place = partitionPlace(rel);
+    const place = this.place(rel);
     if (place === undefined) {
       this.tally.unshardable++;
       return;
@@ -126,15 +131,15 @@ export class PartitionHeal {
     if (unit === undefined || unit.partition !== partition) {
       unit = this.open.get(partition);
       if (!unit) {
-        unit = { partition, listed: new Map(), folders: new Set(), from: this.judgedAt.get(partition), file: this.read(partition) };
+        unit = { partition, listed: [], folders: new Set(), from: this.judgedAt.get(partition), file: this.read(partition) };
         this.open.set(partition, unit);
       }
       this.last = unit;
     }
-    unit.listed.set(rel, { key: rel, size: object.size, lastModified: object.lastModified });
+    unit.listed.push({ key: rel, size: object.size, lastModified: object.lastModified });
     unit.folders.add(place.folder);
-    if (unit.listed.size % GUARD_EVERY === 0)
-      this.guard.partition(describeScope(this.scope), partition, unit.listed.size, 0, this.chunkEntries());
+    if (unit.listed.length % GUARD_EVERY === 0)
+      this.guard.partition(describeScope(this.scope), partition, unit.listed.length, 0, this.chunkEntries());
   }
 
   /**
@@ -170,7 +175,7 @@ export class PartitionHeal {
     await mapLimit(rest, 16, async (partition) => {
       const unit = {
         partition,
-        listed: new Map(),
+        listed: [],
         folders: new Set<string>(),
         from: this.judgedAt.get(partition),
         file: this.read(partition),
@@ -200,7 +205,7 @@ export class PartitionHeal {
         partition: unit.partition,
         ...(unit.from !== undefined ? { from: unit.from } : {}),
         folders: [...unit.folders],
-        listed: [...unit.listed.values()].map((o) => [o.key, o.size, o.lastModified] as [string, number, string]),
+        listed: unit.listed.map((o) => [o.key, o.size, o.lastModified] as [string, number, string]),
       })),
       tally: this.tally.save(),
     };
@@ -254,7 +259,8 @@ export class PartitionHeal {
   private async judge(unit: Unit, pos: Position): Promise<void> {
     const { partition, listed, from } = unit;
     const file = await unit.file;
-    this.guard.partition(describeScope(this.scope), partition, listed.size, file.entries.size, this.chunkEntries());
+    this.guard.partition(describeScope(this.scope), partition, listed.length, file.entries.size, this.chunkEntries());
+    const byKey = file.entries.size > 0 ? new Map(listed.map((object) => [object.key, object])) : undefined;
     if (file.bad) this.tally.unreadable ??= file.bad;
     const since = this.run.since;
     const recent = (entry: IndexEntry): boolean => !(Date.parse(entry.lastModified) < since);
@@ -272,7 +278,7 @@ export class PartitionHeal {
         continue;
       }
       judged++;
-      const object = listed.get(key);
+      const object = byKey?.get(key);
       if (isRefusedKey(key)) {
         this.tally.refused.add(key);
         stale.push(key);
@@ -284,9 +290,9 @@ export class PartitionHeal {
     }
     const missing: string[] = [];
     const added: IndexEntry[] = [];
-    for (const [key, object] of listed) {
-      if (file.entries.has(key)) continue;
-      missing.push(key);
+    for (const object of listed) {
+      if (file.entries.has(object.key)) continue;
+      missing.push(object.key);
       // Made by `add` (or a restore) as `entryFor` makes it, and held nowhere else.
       added.push(object);
     }
@@ -311,7 +317,7 @@ export class PartitionHeal {
     for (const key of stale) changes.set(key, { before: file.entries.get(key) });
     for (const { key } of resized) {
       const entry = file.entries.get(key)!;
-      changes.set(key, { before: entry, after: resizedEntry(entry, listed.get(key)!) });
+      changes.set(key, { before: entry, after: resizedEntry(entry, byKey!.get(key)!) });
     }
     this.pendingCount += missing.length + stale.length + resized.length;
     if (changes.size === 0) this.pending.delete(partition);

@@ -6,10 +6,13 @@ import {
   partitionFolder,
   partitionOf,
   partitionPlace,
+  partitionPlaces,
   refusedKeyReason,
   topFolder,
 } from '../../lambda/lib/keys';
 import { readManifest } from '../../lambda/lib/layouts/manifest';
+import { groupByPartition } from '../../lambda/lib/layouts/shards';
+import { indexEntry } from '../helpers/factories';
 
 describe('isInternalKey', () => {
   it.each(['.datastore-index.json', '.push-queue.json', '.datastore.lock', '.datastore-sync-state.json'])(
@@ -157,6 +160,44 @@ describe('partitionFolder and partitionPlace', () => {
   it.each(['data/a/b', 'misc/x', 'workflow-runs/wf'])('has no place for %s', (key) => {
     expect(partitionFolder(key)).toBeUndefined();
     expect(partitionPlace(key)).toBeUndefined();
+  });
+});
+
+describe('partitionPlaces', () => {
+  it('places keys in order as partitionPlace does, across depths, `--` segments and folders sharing a start', () => {
+    const keys = [
+      'audit/a.json',
+      'data/a/b/c',
+      'data/a/b/c/d',
+      'data/a/b/c/d/e',
+      'data/a/b/c/d/e/f',
+      'data/a/b/c/x',
+      'data/a/b/cc/d',
+      'data/a--b/c/d',
+      'data/a/b/x',
+      'data/x',
+      'logs/a/b/run.log',
+      'logs/z',
+      'logsx/z',
+      'notes.md',
+      'workflow-runs/wf/1',
+      'workflow-runs/wf2/1',
+    ];
+    const place = partitionPlaces();
+
+    for (const key of keys) expect([key, place(key)]).toEqual([key, partitionPlace(key)]);
+  });
+
+  it('lets groupByPartition group keys whose partition comes back after others, each once', () => {
+    const keys = ['logs/a', 'data/a/b/c/d', 'logs/b', 'notes.md', 'data/a/b/c/d/e', 'misc/x', 'data/a/b/c/e', 'top.md'];
+    const grouped = groupByPartition(new Map(keys.map((key) => [key, indexEntry(key)])));
+
+    expect(Object.fromEntries([...grouped].map(([partition, entries]) => [partition, [...entries.keys()]]))).toEqual({
+      logs: ['logs/a', 'logs/b'],
+      'data--a--b--c': ['data/a/b/c/d', 'data/a/b/c/e'],
+      _root: ['notes.md', 'top.md'],
+      'data--a--b': ['data/a/b/c/d/e'],
+    });
   });
 });
 

@@ -4,10 +4,11 @@
  * anything it could not write safely) and a heal's chunk (entries of other partitions left out).
  */
 import { IndexerError } from '../../lambda/lib/errors';
+import { cloneIndex } from '../../lambda/lib/index-file';
 import { readManifest } from '../../lambda/lib/layouts/manifest';
 import { readShardChunk } from '../../lambda/lib/layouts/shard-chunk';
-import { readShards, readShardsPartially } from '../../lambda/lib/layouts/shards';
-import type { LiveIndex } from '../../lambda/lib/layouts/types';
+import { readShards, readShardsPartially, writeShards } from '../../lambda/lib/layouts/shards';
+import { type LiveIndex, baseIndexOf } from '../../lambda/lib/layouts/types';
 import type { S3Store, StoredObject } from '../../lambda/lib/s3';
 import { indexEntry, shardJson, shardMeta } from '../helpers/factories';
 import { putObjects, testStore } from '../helpers/s3';
@@ -90,6 +91,27 @@ describe('reading shard-first partition files', () => {
     expect([...live.shards!.byPartition.get('audit')!.keys()]).toEqual(['audit/a.json']);
     expect(bad).toMatchObject({ state: 'unreadable', key: 's/_index/files.json', parts: [expect.anything()] });
     expect(keysOf(bad)).toEqual(['logs/l.log']);
+  });
+
+  it('a chunk read again after its write takes the entries as the write grouped them, not a new grouping', async () => {
+    const { store, scope } = await scopeWithEveryCase();
+    const chunk = new Set(['audit', 'logs']);
+    const live = await readShardChunk(store, scope, chunk);
+    const next = cloneIndex(baseIndexOf(live)!);
+    next.entries.set('logs/new.log', indexEntry('logs/new.log'));
+
+    const written = await writeShards(store, scope, live, next, true);
+    if (written.status !== 'written') throw new Error('expected the write to win');
+    const again = await readShardChunk(store, scope, chunk, {
+      index: next,
+      shardEtags: written.shardEtags,
+      shardEntries: written.shardEntries,
+    });
+
+    expect(again).toMatchObject({ state: 'valid' });
+    expect(again.state === 'valid' && again.index).toBe(next);
+    expect(again.shards!.byPartition.get('logs')).toBe(written.shardEntries!.get('logs'));
+    expect([...again.shards!.byPartition.get('logs')!.keys()]).toEqual(['logs/l.log', 'logs/new.log']);
   });
 
   it('a chunk throws when the manifest no longer says shard-first', async () => {

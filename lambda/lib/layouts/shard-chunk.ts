@@ -54,7 +54,10 @@ export async function readShardChunk(
   partitions: ReadonlySet<string>,
   known?: KnownIndex,
 ): Promise<LiveIndex> {
-  const written = known?.shardEtags ? groupByPartition(known.index.entries) : new Map<string, Map<string, IndexEntry>>();
+  // The write's own grouping when it handed one over: grouping a chunk's entries again costs as much as the write did.
+  const written: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>> = !known?.shardEtags
+    ? new Map()
+    : (known.shardEntries ?? groupByPartition(known.index.entries));
   const files = new Map<string, KnownFile>();
   for (const p of partitions) {
     const etag = known?.shardEtags?.get(p);

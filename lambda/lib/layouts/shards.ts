@@ -2,7 +2,7 @@
 import { type DatastoreIndex, type IndexEntry, serializeIndex } from '../index-file';
 import { mapLimit } from '../concurrency';
 import { UnexpectedError } from '../errors';
-import { partitionOf } from '../keys';
+import { type PartitionPlace, partitionOf, partitionPlaces } from '../keys';
 import { partitionKeyOf, manifestKeyOf, publishRecordKey } from '../names';
 import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
@@ -134,7 +134,7 @@ export async function writeShards(
   if (result.status === 'conflict') return { status: 'conflict', key: metaKey, record, mirrorFailures: [] };
   // Gone or not, the manifest is written: a record left behind costs one more commitSeq, never a lost change.
   if (changed.length > 0 || shards.intentEtag) await store.delete(recordKey).catch(() => undefined);
-  return { status: 'written', shardEtags: etags, record, mirrorFailures: [] };
+  return { status: 'written', shardEtags: etags, shardEntries: grouped, record, mirrorFailures: [] };
 }
 
 /** Partition files read or written at once by one publish: a commit of a large heal touches many. */
@@ -143,13 +143,17 @@ export const SHARD_FILES_AT_ONCE = 32;
 /** Groups entries by shard partition; keys without a partition are left out (clients cannot shard them). */
 export function groupByPartition(entries: ReadonlyMap<string, IndexEntry>): Map<string, Map<string, IndexEntry>> {
   const grouped = new Map<string, Map<string, IndexEntry>>();
+  const place = partitionPlaces();
+  // Keys come a folder at a time: the group of the last place is the usual one.
+  let last: PartitionPlace | undefined;
+  let group = new Map<string, IndexEntry>();
   for (const [key, entry] of entries) {
-    const partition = partitionOf(key);
-    if (partition === undefined) continue;
-    let group = grouped.get(partition);
-    if (!group) {
-      group = new Map();
-      grouped.set(partition, group);
+    const at = place(key);
+    if (at === undefined) continue;
+    if (at !== last) {
+      last = at;
+      group = grouped.get(at.partition) ?? new Map<string, IndexEntry>();
+      grouped.set(at.partition, group);
     }
     group.set(key, entry);
   }

@@ -98,6 +98,8 @@ export interface KnownIndex {
   readonly index: DatastoreIndex;
   /** Shard-first: each partition file of the write as it stands after it (written, or left as read), by partition. */
   readonly shardEtags?: ReadonlyMap<string, string>;
+  /** Shard-first: the entries of those files, by partition, as the write grouped them (absent: grouped again when needed). */
+  readonly shardEntries?: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
 }
 
 /** The index a heal builds on: the valid one, or what could be salvaged from an unreadable one. */
@@ -142,6 +144,8 @@ export type IndexWriteResult =
       readonly status: 'written';
       readonly monolithEtag?: string;
       readonly shardEtags?: ReadonlyMap<string, string>;
+      /** The entries of each partition file written or left as read, by partition (see `KnownIndex.shardEntries`). */
+      readonly shardEntries?: ReadonlyMap<string, ReadonlyMap<string, IndexEntry>>;
     })
   | (IndexWriteTrace & { readonly status: 'conflict'; readonly key: string });
 
