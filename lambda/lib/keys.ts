@@ -85,7 +85,11 @@ export function partitionFolder(rel: string): string | undefined {
 /** A key's partition and folder (see `partitionOf`, `partitionFolder`) from one reading of its segments; undefined when it has no partition. */
 export function partitionPlace(rel: string): PartitionPlace | undefined {
   const length = partitionLength(rel);
-  if (length === undefined) return undefined;
+  return length === undefined ? undefined : placeAt(rel, length);
+}
+
+/** The place of `rel`, whose partition ends where `partitionLength` says. */
+function placeAt(rel: string, length: number): PartitionPlace {
   return length === 0
     ? { partition: '_root', folder: '' }
     : { partition: rel.slice(0, length).replaceAll('/', '--'), folder: rel.slice(0, length + 1) };
@@ -106,10 +110,9 @@ export function partitionPlaces(): (rel: string) => PartitionPlace | undefined {
   return (rel) => {
     const length = partitionLength(rel);
     if (length === undefined) return undefined;
-    if (length === 0) return { partition: '_root', folder: '' };
-    // `length` is where a `/` stands: the same length and folder is the same partition.
+    // `length` is where a `/` stands (0 for `_root`, never handed back): the same length and folder is the same partition.
     if (last?.folder.length === length + 1 && rel.startsWith(last.folder)) return last;
-    last = { partition: rel.slice(0, length).replaceAll('/', '--'), folder: rel.slice(0, length + 1) };
+    last = placeAt(rel, length);
     return last;
   };
 }
