@@ -121,16 +121,18 @@ export function extrapolate(folder: string, keys: readonly string[], pages: numb
  * Bounds that cut what is left of a run of names after `names` (consecutive, as one page listed them, all
  * starting with `stem`) into at most `count` pieces of about as many names each, none smaller than
  * `minPages` such pages: judged by how far along the names after `stem` the page reached, read as fractions.
- * Names past the run's end fall in the last piece. Empty when fewer than two pieces would be cut.
+ * Names past the run's end fall in the last piece; with `end` (a key), the rest stops there when it starts
+ * with `stem`. Empty when fewer than two pieces would be cut.
  */
-export function cutRest(stem: string, names: readonly string[], minPages: number, count: number): string[] {
+export function cutRest(stem: string, names: readonly string[], minPages: number, count: number, end?: string): string[] {
   const scale = KeyScale.of(stem, names);
   const last = scale.fraction(names[names.length - 1]);
   const page = last - scale.fraction(names[0]);
   if (!(page > 0)) return [];
-  const pieces = Math.min(count, Math.floor((1 - last) / (page * minPages)));
+  const stop = end?.startsWith(stem) ? Math.min(1, scale.fraction(end)) : 1;
+  const pieces = Math.min(count, Math.floor((stop - last) / (page * minPages)));
   const out: string[] = [];
-  for (let i = 1; i < pieces; i++) out.push(scale.key(last + (i * (1 - last)) / pieces));
+  for (let i = 1; i < pieces; i++) out.push(scale.key(last + (i * (stop - last)) / pieces));
   return out;
 }
 

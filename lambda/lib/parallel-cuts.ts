@@ -1,5 +1,5 @@
 /** Where a parallel listing cuts a slice: pure reckoning on the slice's position and the keys it has seen, no request. */
-import { commonFolder, compareKeys, cutRest, sharedLength } from './key-space';
+import { MIN_SLICE_PAGES, commonFolder, compareKeys, cutRest, sharedLength } from './key-space';
 import { type Hints, type Segment, type Slice, endOf } from './parallel-slices';
 import type { ListPage } from './s3-types';
 
@@ -51,6 +51,39 @@ export function wideFolderCuts(slice: Slice, pageSize: number, count: number, in
   if (names.length < 2 || names.length * WIDE_SHARE < pageSize) return [];
   const stem = names[0].slice(0, sharedLength(names[0], names[names.length - 1]));
   return [...new Set(cutRest(stem, names, TAIL_PIECE_PAGES, count))].filter(inside);
+}
+
+/**
+ * Cuts for the rest of a folder whose probe was cut short: its first page of sub-folders, read as fractions
+ * after what their names share less one character (ids whose first character is still to vary), says how
+ * far into the folder that page reached, and the page just listed how many keys each sub-folder holds; the
+ * rest is cut into pieces of at least MIN_SLICE_PAGES pages. A folder that ends sooner than judged leaves
+ * pieces that list nothing, a request each; one judged too small is cut again as it lists.
+ */
+export function folderRestCuts(
+  slice: Slice,
+  folder: string,
+  probe: ListPage,
+  pageSize: number,
+  count: number,
+  inside: (bound: string) => boolean,
+): string[] {
+  const names = probe.prefixes.filter(inside).map((prefix) => prefix.slice(0, -1));
+  const keys = slice.recent.filter(({ key }) => key.startsWith(folder));
+  if (!probe.truncated || names.length < 2 || keys.length === 0) return [];
+  let children = 0;
+  for (let i = 0, previous = ''; i < keys.length; i++) {
+    const key = keys[i].key;
+    const slash = key.indexOf('/', folder.length);
+    const child = slash < 0 ? key : key.slice(0, slash);
+    if (child !== previous) children++;
+    previous = child;
+  }
+  const pages = (names.length * keys.length) / children / pageSize;
+  // Back to the last separator the names share: the id after it has only begun to vary in one page.
+  let stem = names[0].slice(0, sharedLength(names[0], names[names.length - 1]));
+  while (stem.length > folder.length && /[0-9A-Za-z]$/.test(stem)) stem = stem.slice(0, -1);
+  return [...new Set(cutRest(stem, names, MIN_SLICE_PAGES / pages, count, endOf(slice.segments[0])))].filter(inside);
 }
 
 /**

@@ -6,12 +6,12 @@
  * from the store: a delimiter listing of a folder names its sub-folders; a folder of objects alone is cut
  * by extrapolating a page of its keys (`key-space.ts`). docs/DESIGN.md tells the whole of it.
  */
-import { ConfigError, IndexerError } from './errors';
+import { ConfigError } from './errors';
 import { MIN_SLICE_PAGES, compareKeys, extrapolate, piecesOf, spread } from './key-space';
 import type { Lister } from './list';
-import { folderChain, planCut, wideFolderCuts } from './parallel-cuts';
+import { folderChain, folderRestCuts, planCut, wideFolderCuts } from './parallel-cuts';
 import { type ListingHint, cutByHint, runsLong, sampleHint } from './parallel-hint';
-import { type Hints, type Segment, type Slice, Slots, endOf, newSlice } from './parallel-slices';
+import { type Hints, type Segment, type Slice, Slots, endOf, newSlice, takePage } from './parallel-slices';
 import type { ListPage, S3Store } from './s3';
 
 /** How to list in parallel. */
@@ -21,8 +21,8 @@ export interface ParallelListOptions {
   /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
   readonly pageSize?: number;
   /**
-   * Pages listed ahead of the consumer, at most: the slices nearest it list first, so a slow consumer holds
-   * a window of the root, not the root. A function is asked at each request, for a caller that learns what
+   * Pages listed ahead of the consumer: a slice lists only while fewer wait before it, so the slices nearest
+   * the consumer list first and a slow consumer holds a window of the root, not the root. A function is asked at each request, for a caller that learns what
    * it needs once the listing has begun. @default unbounded
    */
   readonly window?: number | (() => number);
@@ -164,7 +164,7 @@ class ParallelListing {
             this.waiting--;
           }
         }
-        await this.slots.acquire(false);
+        await this.slots.acquire(slice === this.head ? 'head' : 'slice');
         let next: IteratorResult<ListPage>;
         try {
           if (this.stopped || this.failure !== undefined) return;
@@ -184,9 +184,8 @@ class ParallelListing {
   }
 
   /**
-   * True when `slice` should wait before its next request: the window is full up to it, counting the pages of
-   * the slices before it in key order (the consumer takes them first); the consumer's own waits only for its own.
-   */
+   * True when `slice` should wait before its next request: the window is full up to it, counting the pages of the
+   * slices before it in key order (the consumer takes them first); the consumer's own waits only for its own. */
   private ahead(slice: Slice): boolean {
     const window = this.window();
     if (this.buffered < window) return false;
@@ -200,40 +199,20 @@ class ParallelListing {
     return this.unfinished - this.waiting;
   }
 
-  /** Takes a page's keys up to the segment's end; true when the segment is complete. */
+  /** Takes a page's keys up to the segment's end (see `takePage`); true when the segment is complete. */
   private take(slice: Slice, segment: Segment, page: ListPage): boolean {
-    const { objects } = page;
-    const { until, before } = segment;
-    let last = slice.last ?? slice.after;
-    let end = objects.length;
-    for (let i = 0; i < objects.length; i++) {
-      const key = objects[i].key;
-      if (last !== undefined && compareKeys(key, last) <= 0) {
-        throw new IndexerError(
-          `The store listed ${JSON.stringify(key)} after ${JSON.stringify(last)}: its keys are not in UTF-8 byte order`,
-          'List this root sequentially',
-        );
-      }
-      if ((until !== undefined && compareKeys(key, until) > 0) || (before !== undefined && compareKeys(key, before) >= 0)) {
-        end = i;
-        break;
-      }
-      last = key;
-    }
-    slice.last = last;
-    slice.recent = objects;
-    slice.taken++;
-    if (end > 0) {
-      slice.pages.push({ objects: end === objects.length ? objects : objects.slice(0, end), prefixes: [] });
+    const { kept, complete } = takePage(slice, segment, page);
+    if (kept) {
+      slice.pages.push(kept);
       this.buffered++;
       this.notify();
     }
-    return end < objects.length || (until !== undefined && last === until);
+    return complete;
   }
 
   /** A delimiter listing of `folder` after `from`: one page of its sub-folders (and objects). */
   private async probe(folder: string, from: string | undefined): Promise<ListPage> {
-    await this.slots.acquire(true);
+    await this.slots.acquire('probe');
     try {
       if (this.stopped) return { objects: [], prefixes: [] };
       const startAfter = from !== undefined && compareKeys(from, folder) > 0 ? from : undefined;
@@ -298,8 +277,7 @@ class ParallelListing {
       }
       // Cut only the segment that was probed, from where the slice has got to by now.
       if (slice.done || this.stopped || slice.segments[0] !== segment) return;
-      const probed = (folder: string | undefined): ListPage | undefined =>
-        folder === undefined ? undefined : found[targets.indexOf(folder)];
+      const probed = (folder?: string): ListPage | undefined => (folder === undefined ? undefined : found[targets.indexOf(folder)]);
       const top = probed(folders[0]);
       const sub = probed(folders[1]);
       // Sibling folders are cut at only as often as makes slices of a few pages each.
@@ -312,6 +290,10 @@ class ParallelListing {
         if (flat) fine = extrapolate(deepest, recent, MIN_SLICE_PAGES, room).filter(inside);
         else fine = spread(children, Math.min(room, piecesOf(children.length, folders[1], slice.recent, this.pageSize)));
       }
+      // A wide folder's rest, judged from the probe: its pieces are cut again only once they run long.
+      const rest =
+        coarse.length === 0 && fine.length === 0 && top ? folderRestCuts(slice, folders[0], top, this.pageSize, want(), inside) : [];
+      if (rest.length > 0) fine = rest;
       if (coarse.length === 0 && fine.length === 0) {
         // Nothing to cut at these levels: look deeper next time, or, in a folder of objects only, extrapolate.
         if (slice.depth + LEVELS < chain.length) {
@@ -324,13 +306,16 @@ class ParallelListing {
           fine = extrapolate(folders[folders.length - 1], sample, MIN_SLICE_PAGES, want()).filter(inside);
         }
       }
+      // Cut or not, the next probe starts at the top: the slice will have moved on, and fewer slices may list.
+      if (!process.env.NORESET) slice.depth = 0;
       if (coarse.length === 0 && fine.length === 0) {
         slice.failedSplits++;
         return;
       }
       slice.depth = 0;
       const bounds = (list: string[]): string[] => [...new Set(list)].sort(compareKeys);
-      this.cut(slice, bounds(fine), bounds(coarse), { folder: folders[folders.length - 1], children }, top);
+      const expected = rest.length > 0 ? 2 * MIN_SLICE_PAGES : undefined;
+      this.cut(slice, bounds(fine), bounds(coarse), { folder: folders[folders.length - 1], children }, top, expected);
       // The probe saw every sub-folder of that folder left in the slice, and none is: the next probe goes a
       // level deeper, at once when the slice's last page was full (its rest is big; waiting costs rounds).
       if (top && !top.truncated && folderChain(slice)[0] === folders[0] && !top.prefixes.some(inside)) {
@@ -359,12 +344,14 @@ class ParallelListing {
   }
 
   /** Cuts the rest of a slice's current segment at the bounds given (see `planCut`) into new slices, linked after it in key order. */
-  private cut(slice: Slice, fine: string[], coarse: string[], hints: Hints, probed?: ListPage): void {
+  private cut(slice: Slice, fine: string[], coarse: string[], hints: Hints, probed?: ListPage, expected?: number): void {
     const following = slice.next;
     const made = planCut(this.base, slice, fine, coarse, hints, probed);
+    if (expected !== undefined) slice.expected = slice.taken + expected;
     let previous = slice;
     for (const [after, segments, known] of made) {
       const next = this.slice(after, segments, known);
+      next.expected = expected;
       // A slice of a whole folder is probed at once, along with its first page, while slices are wanted.
       if (after === undefined && !known && this.listing() < this.target) this.track(this.split(next));
       previous.next = next;

@@ -1,4 +1,6 @@
 /** The pieces of a parallel listing: slices of the key space, their segments, and the request slots they share. */
+import { IndexerError } from './errors';
+import { compareKeys } from './key-space';
 import type { ListPage } from './s3';
 
 /**
@@ -50,18 +52,53 @@ export interface Hints {
 /** The end of a segment as a string: every key it takes sorts at or before it (undefined: open). */
 export const endOf = (segment: Segment): string | undefined => segment.until ?? segment.before;
 
-/** At most `free` requests in flight; waiting probes go first (they make work for the rest), then slices in turn. */
+/**
+ * Reads a page of a slice's segment: its keys up to the segment's end are `kept`, and the slice's `last`,
+ * `recent` and `taken` move on; `complete` when the page reached the end. Keys out of order are refused.
+ */
+export function takePage(slice: Slice, segment: Segment, page: ListPage): { kept?: ListPage; complete: boolean } {
+  const { objects } = page;
+  const { until, before } = segment;
+  let last = slice.last ?? slice.after;
+  let end = objects.length;
+  for (let i = 0; i < objects.length; i++) {
+    const key = objects[i].key;
+    if (last !== undefined && compareKeys(key, last) <= 0) {
+      throw new IndexerError(
+        `The store listed ${JSON.stringify(key)} after ${JSON.stringify(last)}: its keys are not in UTF-8 byte order`,
+        'List this root sequentially',
+      );
+    }
+    if ((until !== undefined && compareKeys(key, until) > 0) || (before !== undefined && compareKeys(key, before) >= 0)) {
+      end = i;
+      break;
+    }
+    last = key;
+  }
+  slice.last = last;
+  slice.recent = objects;
+  slice.taken++;
+  const kept = end > 0 ? { objects: end === objects.length ? objects : objects.slice(0, end), prefixes: [] } : undefined;
+  return { kept, complete: end < objects.length || (until !== undefined && last === until) };
+}
+
+/** Who asks for a request slot, first served first: the slice the consumer reads from, then probes (they make work for the rest), then slices in turn. */
+export type SlotTurn = 'head' | 'probe' | 'slice';
+
+const TURNS: readonly SlotTurn[] = ['head', 'probe', 'slice'];
+
+/** At most `free` requests in flight; those waiting are served by turn (see `SlotTurn`), in order within one. */
 export class Slots {
-  private readonly waiting: { probe: boolean; resolve: () => void }[] = [];
+  private readonly waiting: { turn: SlotTurn; resolve: () => void }[] = [];
 
   constructor(private free: number) {}
 
-  acquire(probe: boolean): Promise<void> {
+  acquire(turn: SlotTurn = 'slice'): Promise<void> {
     if (this.free > 0) {
       this.free--;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push({ probe, resolve }));
+    return new Promise((resolve) => this.waiting.push({ turn, resolve }));
   }
 
   release(): void {
@@ -69,7 +106,14 @@ export class Slots {
       this.free++;
       return;
     }
-    const probe = this.waiting.findIndex((w) => w.probe);
-    this.waiting.splice(Math.max(probe, 0), 1)[0].resolve();
+    let next = 0;
+    for (const turn of TURNS) {
+      const at = this.waiting.findIndex((w) => w.turn === turn);
+      if (at >= 0) {
+        next = at;
+        break;
+      }
+    }
+    this.waiting.splice(next, 1)[0].resolve();
   }
 }

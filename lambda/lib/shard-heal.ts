@@ -232,7 +232,7 @@ export class PartitionHeal {
 
   private read(partition: string): Promise<PartitionFile> {
     const read = (async () => {
-      await this.reads.acquire(false);
+      await this.reads.acquire();
       try {
         return await readPartitionFile(this.store, this.scope, partition);
       } finally {

@@ -11,6 +11,7 @@ import { isRefusedKey } from '../../lambda/lib/keys';
 import { listScopes, sequentialLister } from '../../lambda/lib/list';
 import type { ListingHint } from '../../lambda/lib/parallel-hint';
 import { parallelLister } from '../../lambda/lib/parallel-list';
+import { type SlotTurn, Slots } from '../../lambda/lib/parallel-slices';
 import { connectStore, putObjects, readIndex, summarize, testStore } from '../helpers/s3';
 import { sleep } from '../../support/sleep';
 
@@ -204,6 +205,39 @@ describe('cutRest', () => {
     const all = Array.from({ length: 4000 }, () => `f/w-${hex(r() * 2 ** 32)}`).sort(compareKeys);
     expect(cutRest('f/w-', all.slice(3880, 3980), 0.5, 16)).toEqual([]);
     expect(cutRest('f/w-', all.slice(3700, 3800), 0.5, 16).length).toBeGreaterThan(0);
+  });
+
+  it('cuts only up to an end inside the names, into pieces of about as many names', () => {
+    const r = random(7);
+    const all = Array.from({ length: 4000 }, () => `f/w-${hex(r() * 2 ** 32)}`).sort(compareKeys);
+    const page = all.slice(1000, 1100);
+    const end = all[2999];
+
+    const bounds = cutRest('f/w-', page, 0.5, 4, end);
+
+    // 1,900 names left before the end, in 4 pieces; the last piece ends at the end, not at the folder's.
+    expect(bounds).toHaveLength(3);
+    const edges = [page[page.length - 1], ...bounds, end];
+    for (let i = 0; i + 1 < edges.length; i++) {
+      const held = all.filter((n) => compareKeys(n, edges[i]) > 0 && compareKeys(n, edges[i + 1]) <= 0).length;
+      expect(held).toBeGreaterThan(1900 / 4 / 2);
+      expect(held).toBeLessThan((1900 / 4) * 2);
+    }
+  });
+});
+
+describe('Slots', () => {
+  it('serves the slice the consumer reads from first, then probes, then other slices, in order within each', async () => {
+    const slots = new Slots(1);
+    await slots.acquire();
+    const served: string[] = [];
+    const ask = (name: string, turn?: SlotTurn): Promise<void> => slots.acquire(turn).then(() => void served.push(name));
+    const asked = [ask('slice 1'), ask('probe 1', 'probe'), ask('slice 2', 'slice'), ask('head', 'head'), ask('probe 2', 'probe')];
+    for (let i = 0; i < asked.length; i++) {
+      slots.release();
+      await asked[[3, 1, 4, 0, 2][i]];
+    }
+    expect(served).toEqual(['head', 'probe 1', 'probe 2', 'slice 1', 'slice 2']);
   });
 });
 
@@ -548,5 +582,20 @@ describe('parallelLister window', () => {
     const windowed = await depthOf(16);
     // Of the root's 400 pages, one after another would be 400 deep.
     expect(windowed).toBeLessThan(Math.max(2 * unbounded, 100));
+  });
+
+  it('cuts a wide folder of hash-named sub-folders for a windowed listing, though a probe sees only the start of it', async () => {
+    // 3,000 ids of 12 hex digits under one folder, each a folder of versions, beside two small folders: a
+    // probe's page of 10 sub-folders covers 2 of the folder's 600 pages.
+    const next = random(7);
+    const all = ['root/a/x', 'root/z/y'];
+    for (let i = 0; i < 3000; i++) {
+      const id = Math.floor(((i + next()) / 3000) * 2 ** 48);
+      for (const v of [1, 2]) all.push(`root/data/m/m-${hex(id, 12)}/${v}/raw`);
+    }
+    const { store, counts } = memoryStore(all, { latencyMs: 1 });
+    expect(await keysOf(parallelLister({ concurrency: 8, pageSize: 10, window: 16 })(store, 'root/'))).toEqual([...all].sort(compareKeys));
+    // Page after page would be about 600 deep.
+    expect(counts.depth).toBeLessThan(200);
   });
 });
