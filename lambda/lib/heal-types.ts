@@ -39,7 +39,7 @@ export interface HealOptions {
   readonly memoryBudget?: number | MemoryBudget;
   /**
    * Entry changes a shard-first heal commits at once, at most (one lock, one manifest write). While the
-   * listing goes on, a commit starts once a fifth of this is kept. @default 50000
+   * listing goes on, a commit starts once a fifth of this is kept. @default 100000
    */
   readonly chunkEntries?: number;
   /** Drifting keys of each kind a report names, the first in key order (its counts stay whole); a heal by partitions then holds no more. @default all */

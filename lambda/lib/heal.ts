@@ -18,7 +18,7 @@ export type { HealMode, HealOptions, HealReport, ScopeReport } from './heal-type
 export { healScope } from './heal-scope';
 
 /** Pages the default lister of a heal by partitions buffers ahead of it. */
-export const PARTITION_WINDOW = 32;
+export const PARTITION_WINDOW = 64;
 
 /**
  * Heals (or checks) every index of a root from one listing. A shard-first scope whose layout is whole (see

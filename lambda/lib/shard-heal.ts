@@ -60,7 +60,7 @@ export interface PausedPartitions {
 }
 
 /** Entry changes committed at once, at most, by default (see `HealOptions.chunkEntries`). */
-export const CHUNK_ENTRIES = 50_000;
+export const CHUNK_ENTRIES = 100_000;
 
 /** Objects of one partition listed between two checks of its memory. */
 const GUARD_EVERY = 4096;

@@ -1,6 +1,6 @@
 /**
  * A heal by partitions holds a window of the listing, not the root: with the default lister, the pages
- * listed ahead of what the heal has taken stay within `PARTITION_WINDOW` (plus what is in flight), even when
+ * listed ahead of what the heal has taken stay within a few times `PARTITION_WINDOW`, even when
  * its commits are slower than the listing. On the bench's S3 model, which seeds a root this large at once.
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
@@ -63,9 +63,10 @@ describe('a heal by partitions', () => {
       expect(report.scopes[0].entries).toBe(report.scopes[0].drift.missing);
     }
     expect(windowed.report.scopes[0].entries).toBeGreaterThan(OBJECTS * 0.99);
-    // Sent and not taken: the window's pages, those in flight, and pages read past a slice's end.
+    // Sent and not taken: the window's pages, those in flight, pages read past a slice's end, and pages of
+    // slices that listed while the slices before them were short.
     expect(windowed.ahead).toBeGreaterThanOrEqual(PARTITION_WINDOW);
-    expect(windowed.ahead).toBeLessThan(unbounded.ahead / 2);
-    expect(unbounded.ahead).toBeGreaterThan(OBJECTS / 1000 / 2);
+    expect(windowed.ahead).toBeLessThan(4 * PARTITION_WINDOW);
+    expect(unbounded.ahead).toBeGreaterThan(Math.max(4 * PARTITION_WINDOW, OBJECTS / 1000 / 2));
   });
 });
