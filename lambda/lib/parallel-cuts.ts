@@ -54,11 +54,12 @@ export function wideFolderCuts(slice: Slice, pageSize: number, count: number, in
 }
 
 /**
- * Cuts for the rest of a folder whose probe was cut short: its first page of sub-folders, read as fractions
- * after what their names share less one character (ids whose first character is still to vary), says how
- * far into the folder that page reached, and the page just listed how many keys each sub-folder holds; the
- * rest is cut into pieces of at least MIN_SLICE_PAGES pages. A folder that ends sooner than judged leaves
- * pieces that list nothing, a request each; one judged too small is cut again as it lists.
+ * Cuts for the rest of a folder whose probe was cut short: its page of sub-folders, read as fractions after
+ * what their names share back to a separator (an id's first characters have only begun to vary in one
+ * page), says how far into the folder that page reached, and the page just listed how many keys each
+ * sub-folder holds; the rest, up to the slice's end, is cut into pieces of at least MIN_SLICE_PAGES pages. A
+ * folder that ends sooner than judged leaves pieces that list nothing, a request each; a piece judged too
+ * small is cut again as it lists.
  */
 export function folderRestCuts(
   slice: Slice,

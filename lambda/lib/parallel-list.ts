@@ -22,8 +22,8 @@ export interface ParallelListOptions {
   readonly pageSize?: number;
   /**
    * Pages listed ahead of the consumer: a slice lists only while fewer wait before it, so the slices nearest
-   * the consumer list first and a slow consumer holds a window of the root, not the root. A function is asked at each request, for a caller that learns what
-   * it needs once the listing has begun. @default unbounded
+   * the consumer list first and a slow consumer holds a window of the root, not the root. A function is
+   * asked at each request, for a caller that learns what it needs once the listing has begun. @default unbounded
    */
   readonly window?: number | (() => number);
   /** Whether listed objects carry their ETags (see `ListOptions.etags`). @default true */
@@ -184,8 +184,9 @@ class ParallelListing {
   }
 
   /**
-   * True when `slice` should wait before its next request: the window is full up to it, counting the pages of the
-   * slices before it in key order (the consumer takes them first); the consumer's own waits only for its own. */
+   * True when `slice` should wait before its next request: the window is full up to it, counting the pages
+   * of the slices before it in key order (the consumer takes them first); the consumer's own only for its own.
+   */
   private ahead(slice: Slice): boolean {
     const window = this.window();
     if (this.buffered < window) return false;
@@ -307,12 +308,11 @@ class ParallelListing {
         }
       }
       // Cut or not, the next probe starts at the top: the slice will have moved on, and fewer slices may list.
-      if (!process.env.NORESET) slice.depth = 0;
+      slice.depth = 0;
       if (coarse.length === 0 && fine.length === 0) {
         slice.failedSplits++;
         return;
       }
-      slice.depth = 0;
       const bounds = (list: string[]): string[] => [...new Set(list)].sort(compareKeys);
       const expected = rest.length > 0 ? 2 * MIN_SLICE_PAGES : undefined;
       this.cut(slice, bounds(fine), bounds(coarse), { folder: folders[folders.length - 1], children }, top, expected);
