@@ -136,12 +136,8 @@ export function cutRest(stem: string, names: readonly string[], minPages: number
   return out;
 }
 
-/**
- * How many slices of at least MIN_SLICE_PAGES pages `children` sibling folders of `folder` make, judged by
- * how many keys each child of `folder` held in a page just listed. When one child fills half a page or
- * more (or the page says nothing), every sibling may be worth a slice of its own.
- */
-export function piecesOf(children: number, folder: string, page: readonly { key: string }[], pageSize: number): number {
+/** The keys of `page` under `folder`, how many of its children they fall in, and the most in one child. */
+export function childCounts(folder: string, page: readonly { key: string }[]): { keys: number; children: number; most: number } {
   const counts = new Map<string, number>();
   let keys = 0;
   for (const { key } of page) {
@@ -151,8 +147,18 @@ export function piecesOf(children: number, folder: string, page: readonly { key:
     counts.set(child, (counts.get(child) ?? 0) + 1);
     keys++;
   }
-  if (counts.size === 0 || Math.max(...counts.values()) >= pageSize / 2) return children;
-  return Math.floor((children * keys) / counts.size / (MIN_SLICE_PAGES * pageSize));
+  return { keys, children: counts.size, most: counts.size === 0 ? 0 : Math.max(...counts.values()) };
+}
+
+/**
+ * How many slices of at least MIN_SLICE_PAGES pages `children` sibling folders of `folder` make, judged by
+ * how many keys each child of `folder` held in a page just listed. When one child fills half a page or
+ * more (or the page says nothing), every sibling may be worth a slice of its own.
+ */
+export function piecesOf(children: number, folder: string, page: readonly { key: string }[], pageSize: number): number {
+  const held = childCounts(folder, page);
+  if (held.children === 0 || held.most >= pageSize / 2) return children;
+  return Math.floor((children * held.keys) / held.children / (MIN_SLICE_PAGES * pageSize));
 }
 
 /** `count` items spread evenly over `items` (all of them when there are no more than `count`). */

@@ -1,5 +1,5 @@
 /** Where a parallel listing cuts a slice: pure reckoning on the slice's position and the keys it has seen, no request. */
-import { MIN_SLICE_PAGES, commonFolder, compareKeys, cutRest, sharedLength } from './key-space';
+import { MIN_SLICE_PAGES, childCounts, commonFolder, compareKeys, cutRest, sharedLength } from './key-space';
 import { type Hints, type Segment, type Slice, endOf } from './parallel-slices';
 import type { ListPage } from './s3-types';
 
@@ -70,17 +70,10 @@ export function folderRestCuts(
   inside: (bound: string) => boolean,
 ): string[] {
   const names = probe.prefixes.filter(inside).map((prefix) => prefix.slice(0, -1));
-  const keys = slice.recent.filter(({ key }) => key.startsWith(folder));
-  if (!probe.truncated || names.length < 2 || keys.length === 0) return [];
-  let children = 0;
-  for (let i = 0, previous = ''; i < keys.length; i++) {
-    const key = keys[i].key;
-    const slash = key.indexOf('/', folder.length);
-    const child = slash < 0 ? key : key.slice(0, slash);
-    if (child !== previous) children++;
-    previous = child;
-  }
-  const pages = (names.length * keys.length) / children / pageSize;
+  if (!probe.truncated || names.length < 2) return [];
+  const held = childCounts(folder, slice.recent);
+  if (held.children === 0) return [];
+  const pages = (names.length * held.keys) / held.children / pageSize;
   // Back to the last separator the names share: the id after it has only begun to vary in one page.
   let stem = names[0].slice(0, sharedLength(names[0], names[names.length - 1]));
   while (stem.length > folder.length && /[0-9A-Za-z]$/.test(stem)) stem = stem.slice(0, -1);
