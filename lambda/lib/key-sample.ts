@@ -8,6 +8,8 @@ import type { Drift, DriftCounts, ResizedEntry } from './drift';
 export class KeySample<T> {
   private items: T[] = [];
   private added = 0;
+  /** The largest key kept at the last trim, once `limit` were kept: no later item past it can be kept. */
+  private bound?: string;
 
   constructor(
     private readonly limit: number,
@@ -23,6 +25,8 @@ export class KeySample<T> {
     this.added += items.length;
     if (this.limit <= 0) return;
     for (const item of items) {
+      // Keys mostly come in order: most items of a long stream are past the bound and never held.
+      if (this.bound !== undefined && this.keyOf(item) > this.bound) continue;
       this.items.push(item);
       // Trimmed in batches, so that each item costs a share of one sort, not a sort each.
       if (this.items.length >= 2 * this.limit + 1024) this.trim();
@@ -44,7 +48,10 @@ export class KeySample<T> {
   private trim(): void {
     const key = this.keyOf;
     this.items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-    if (this.items.length > this.limit) this.items.length = this.limit;
+    if (this.items.length >= this.limit) {
+      this.items.length = this.limit;
+      this.bound = key(this.items[this.limit - 1]);
+    }
   }
 }
 

@@ -89,7 +89,9 @@ const TURNS: readonly SlotTurn[] = ['head', 'probe', 'slice'];
 
 /** At most `free` requests in flight; those waiting are served by turn (see `SlotTurn`), in order within one. */
 export class Slots {
-  private readonly waiting: { turn: SlotTurn; resolve: () => void }[] = [];
+  /** A queue per turn, in `TURNS` order; each served from `heads[i]` on, so no release walks or shifts the waiting. */
+  private readonly queues: (() => void)[][] = TURNS.map(() => []);
+  private readonly heads: number[] = TURNS.map(() => 0);
 
   constructor(private free: number) {}
 
@@ -98,22 +100,21 @@ export class Slots {
       this.free--;
       return Promise.resolve();
     }
-    return new Promise((resolve) => this.waiting.push({ turn, resolve }));
+    return new Promise((resolve) => this.queues[TURNS.indexOf(turn)].push(resolve));
   }
 
   release(): void {
-    if (this.waiting.length === 0) {
-      this.free++;
+    for (let i = 0; i < TURNS.length; i++) {
+      const queue = this.queues[i];
+      if (this.heads[i] === queue.length) continue;
+      const resolve = queue[this.heads[i]++];
+      if (this.heads[i] === queue.length) {
+        queue.length = 0;
+        this.heads[i] = 0;
+      }
+      resolve();
       return;
     }
-    let next = 0;
-    for (const turn of TURNS) {
-      const at = this.waiting.findIndex((w) => w.turn === turn);
-      if (at >= 0) {
-        next = at;
-        break;
-      }
-    }
-    this.waiting.splice(next, 1)[0].resolve();
+    this.free++;
   }
 }

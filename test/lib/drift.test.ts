@@ -1,5 +1,6 @@
 import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../lambda/lib/drift';
 import { serializeIndex } from '../../lambda/lib/index-file';
+import { KeySample } from '../../lambda/lib/key-sample';
 import { datastoreIndex, indexEntry, listedObject, listingOf } from '../helpers/factories';
 
 describe('diffIndex', () => {
@@ -109,5 +110,18 @@ describe('healIndex', () => {
       lastModified: 'T',
       clientField: 'stays',
     });
+  });
+});
+
+describe('KeySample', () => {
+  it('keeps the first keys in key order and counts them all, whatever order they come in', () => {
+    // Mostly ascending, as a listing gives them, with smaller keys coming late (a revisited partition).
+    const keys = Array.from({ length: 5000 }, (_, i) => `k/${String(i).padStart(5, '0')}`);
+    const late = keys.splice(0, 30);
+    const given = [...keys.slice(0, 2500), ...late.reverse(), ...keys.slice(2500)];
+    const sample = new KeySample<string>(25, (key) => key);
+    for (let i = 0; i < given.length; i += 97) sample.add(given.slice(i, i + 97));
+    expect(sample.count).toBe(5000);
+    expect(sample.sorted()).toEqual([...given].sort().slice(0, 25));
   });
 });

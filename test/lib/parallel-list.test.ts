@@ -239,6 +239,23 @@ describe('Slots', () => {
     }
     expect(served).toEqual(['head', 'probe 1', 'probe 2', 'slice 1', 'slice 2']);
   });
+
+  it('frees a slot when nobody waits, and serves those who ask again after a queue ran dry', async () => {
+    const slots = new Slots(2);
+    await Promise.all([slots.acquire(), slots.acquire('head')]);
+    const served: string[] = [];
+    const waiting = slots.acquire('probe').then(() => void served.push('probe'));
+    slots.release();
+    await waiting;
+    slots.release();
+    slots.release();
+    // Two free again: both asks are served at once.
+    await Promise.all([slots.acquire('slice'), slots.acquire('probe')]);
+    const third = slots.acquire('head').then(() => void served.push('head'));
+    slots.release();
+    await third;
+    expect(served).toEqual(['probe', 'head']);
+  });
 });
 
 describe('parallelLister against an in-memory S3', () => {
