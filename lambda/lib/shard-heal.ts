@@ -82,6 +82,8 @@ export class PartitionHeal {
   private readonly reads = new Slots(16);
   private readonly pending = new Map<string, Map<string, Change>>();
   private pendingCount = 0;
+  /** Listed objects of partitions open or being judged: a partition grows past a chunk only while nothing commits. */
+  private held = 0;
   private readonly forced = new Set<string>();
   private flushing: Promise<void> = Promise.resolve();
   private committing = false;
@@ -110,6 +112,7 @@ export class PartitionHeal {
       const listed = unit.listed.map(([key, size, lastModified]) => ({ key, size, lastModified }));
       const { partition, from } = unit;
       this.open.set(partition, { partition, listed, folders: new Set(unit.folders), from, file: this.read(partition) });
+      this.held += listed.length;
     }
   }
 
@@ -137,6 +140,7 @@ export class PartitionHeal {
       this.last = unit;
     }
     unit.listed.push({ key: rel, size: object.size, lastModified: object.lastModified });
+    this.held++;
     unit.folders.add(place.folder);
     if (unit.listed.length % GUARD_EVERY === 0)
       this.guard.partition(describeScope(this.scope), partition, unit.listed.length, 0, this.chunkEntries());
@@ -144,8 +148,9 @@ export class PartitionHeal {
 
   /**
    * The listing has reached `pos`: partitions it has passed are judged, and their changes are committed
-   * while the listing goes on, one commit after another, each taking what was kept while the last ran; the
-   * listing waits while a full chunk is kept behind a commit.
+   * while the listing goes on, one commit after another, each taking what was kept while the last ran. The
+   * listing waits while a commit runs beside a chunk of changes or of listed objects, so a partition larger
+   * than a chunk is never held beside another one's commit (see `MemoryGuard.partition`).
    */
   async advance(pos: string): Promise<void> {
     for (const unit of [...this.open.values()]) if ([...unit.folders].every((f) => passed(f, pos))) this.close(unit, pos);
@@ -161,7 +166,8 @@ export class PartitionHeal {
           this.wake();
         });
     }
-    while (this.pendingCount >= this.chunkEntries() && this.committing) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    while (this.committing && (this.pendingCount >= this.chunkEntries() || this.held >= this.chunkEntries()))
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.rethrow();
   }
 
@@ -251,7 +257,10 @@ export class PartitionHeal {
       .catch((err: unknown) => {
         this.failure ??= err;
       })
-      .finally(() => this.judging.delete(work));
+      .finally(() => {
+        this.held -= unit.listed.length;
+        this.judging.delete(work);
+      });
     this.judging.add(work);
   }
 

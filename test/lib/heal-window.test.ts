@@ -11,7 +11,8 @@ import { createS3Client } from '../../lambda/lib/s3-client';
 import { manifestKeyOf } from '../../lambda/lib/names';
 import { parallelLister } from '../../lambda/lib/parallel-list';
 import { type S3Model, startS3Model } from '../../support/s3-model/server';
-import { testSettings, uniqueBucketName } from '../helpers/s3';
+import { listKeys, putObjects, testSettings, uniqueBucketName } from '../helpers/s3';
+import { sleep } from '../../support/sleep';
 
 const OBJECTS = 300_000;
 // Two heals of a root this large are CPU-bound: what is asserted is how far the listing ran ahead, never how long it took.
@@ -68,5 +69,61 @@ describe('a heal by partitions', () => {
     expect(windowed.ahead).toBeGreaterThanOrEqual(PARTITION_WINDOW);
     expect(windowed.ahead).toBeLessThan(4 * PARTITION_WINDOW);
     expect(unbounded.ahead).toBeGreaterThan(Math.max(4 * PARTITION_WINDOW, OBJECTS / 1000 / 2));
+  });
+
+  it('takes no more than about a chunk of objects into a large partition while a commit runs', async () => {
+    // GIVEN a shard-first root of two small partitions, then one of many chunks, and partition files slow to write
+    const chunkEntries = 500;
+    const pageSize = 100;
+    const slow = await startS3Model({ latencyMs: 10 });
+    const store = new S3Store(createS3Client({ ...testSettings(), endpoint: slow.endpoint }), uniqueBucketName('beside'));
+    try {
+      await store.client.send(new CreateBucketCommand({ Bucket: store.bucket }));
+      const keys = [
+        ...Array.from({ length: 150 }, (_, i) => `root/audit/${i}.json`),
+        ...Array.from({ length: 150 }, (_, i) => `root/files/${i}.txt`),
+        ...Array.from({ length: 8000 }, (_, i) => `root/logs/${String(i).padStart(5, '0')}.log`),
+      ];
+      await putObjects(store, Object.fromEntries(keys.map((key) => [key, 'x'])), 64);
+      const root = { bucket: store.bucket, prefix: 'root' };
+      await store.put(manifestKeyOf({ root }), JSON.stringify({ version: 2, partitions: [], commitSeq: 1 }));
+      let taken = 0;
+      let writingSince: number | undefined;
+      let besideACommit = 0;
+      const put = store.put.bind(store);
+      // Fault injection: every partition file takes a while to write, so the listing could run far ahead of a
+      // commit; what the heal took from the first file's write to the manifest's is counted.
+      (store as { put: S3Store['put'] }).put = async (key, ...rest) => {
+        if (!key.startsWith('root/_index/')) return put(key, ...rest);
+        if (key.endsWith('_meta.json')) {
+          const written = await put(key, ...rest);
+          besideACommit = Math.max(besideACommit, taken - (writingSince ?? taken));
+          writingSince = undefined;
+          return written;
+        }
+        writingSince ??= taken;
+        await sleep(200);
+        return put(key, ...rest);
+      };
+
+      // WHEN it is healed in commits of a few hundred changes, listed as the default lister does but in short pages
+      const report = await healRoot(store, root, {
+        mode: 'repair',
+        chunkEntries,
+        lister: parallelLister({ window: PARTITION_WINDOW, etags: false, pageSize }),
+        onListed: (seen) => {
+          taken = seen;
+        },
+      });
+
+      // THEN every object is indexed, and while a commit wrote its files the heal took no more than a chunk
+      // of objects into its open partition and a chunk of changes, each give or take the page that crossed it
+      expect(report.scopes[0]).toMatchObject({ layout: 'shard-first', published: true, entries: keys.length });
+      expect(await listKeys(store, 'root/_index/')).toContain('root/_index/logs.json');
+      expect(besideACommit).toBeLessThanOrEqual(2 * chunkEntries + 2 * pageSize);
+    } finally {
+      store.client.destroy();
+      await slow.stop();
+    }
   });
 });
