@@ -48,7 +48,7 @@ export class KeySample<T> {
   private trim(): void {
     const key = this.keyOf;
     this.items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-    if (this.items.length >= this.limit) {
+    if (this.limit > 0 && this.items.length >= this.limit) {
       this.items.length = this.limit;
       this.bound = key(this.items[this.limit - 1]);
     }

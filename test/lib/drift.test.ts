@@ -124,4 +124,11 @@ describe('KeySample', () => {
     expect(sample.count).toBe(5000);
     expect(sample.sorted()).toEqual([...given].sort().slice(0, 25));
   });
+
+  it('keeps no key at all when asked for none, and still counts them', () => {
+    const sample = new KeySample<string>(0, (key) => key);
+    sample.add(['b', 'a']);
+    expect(sample.count).toBe(2);
+    expect(sample.sorted()).toEqual([]);
+  });
 });
