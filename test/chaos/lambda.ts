@@ -9,6 +9,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { FaultProxy } from './fault-proxy';
 import type { Killer } from './kills';
 import type { Rng } from './rng';
+import { noteIndexerError } from './report';
 import { type Cast, type ChaosRun, ROOTS, startProxy } from './setup';
 
 const WORKER = join(__dirname, 'lambda-worker.cjs');
@@ -23,9 +24,14 @@ export class LambdaWorker {
   private buffer = '';
   output = '';
 
+  /**
+   * @param onError hears the error of each log line that carries one (a failed root's, a failed
+   * invocation's), by the name the handler logged.
+   */
   constructor(
     private readonly bundle: string,
     private readonly env: NodeJS.ProcessEnv,
+    private readonly onError: (name: string, message: string) => void = () => undefined,
   ) {
     this.start();
   }
@@ -34,8 +40,14 @@ export class LambdaWorker {
     this.child = spawn(process.execPath, [WORKER, this.bundle], { env: this.env, stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.buffer = '';
     const keep = (c: Buffer) => (this.output = (this.output + c.toString()).slice(-20_000));
-    this.child.stdout!.on('data', keep);
-    this.child.stderr!.on('data', keep);
+    // Powertools writes warnings and errors to stderr, metrics to stdout: read both, a partial line per stream.
+    for (const stream of [this.child.stdout!, this.child.stderr!]) {
+      let partial = '';
+      stream.on('data', (c: Buffer) => {
+        keep(c);
+        partial = this.readLog(partial + c.toString());
+      });
+    }
     (this.child.stdio[3] as NodeJS.ReadableStream).on('data', (c: Buffer) => {
       this.buffer += c.toString();
       for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
@@ -51,6 +63,23 @@ export class LambdaWorker {
       this.pending = undefined;
       done?.(undefined);
     });
+  }
+
+  /** Reads the handler's complete JSON log lines in `text` for the errors they carry; returns the partial last line. */
+  private readLog(text: string): string {
+    const lines = text.split('\n');
+    const partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!line.startsWith('{')) continue;
+      let entry: { error?: { name?: unknown; message?: unknown } };
+      try {
+        entry = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if (typeof entry.error?.name === 'string') this.onError(entry.error.name, String(entry.error.message));
+    }
+    return partial;
   }
 
   /** The handler's answer, or undefined when the process died (killed) first. */
@@ -177,20 +206,24 @@ export class LambdaFeeder {
 /** Starts the bundled Lambda as the stack configures it, its S3 requests through a fault proxy of its own, and its feeder. */
 export async function startLambda(run: ChaosRun, cast: Cast, queueUrl: string): Promise<LambdaFeeder> {
   const proxy = await startProxy(run, cast.faultRng, 'lambda');
-  const worker = new LambdaWorker(run.bundle, {
-    ...process.env,
-    DATASTORE_BUCKET: run.direct.bucket,
-    DATASTORE_PREFIXES: ROOTS.join(','),
-    DATASTORE_QUEUE_URL: queueUrl,
-    DATASTORE_FORCE_PATH_STYLE: 'true',
-    DATASTORE_RECHECK_DELAY_SECONDS: '1',
-    DATASTORE_FINISH_DELAY_SECONDS: '1',
-    DATASTORE_LOCK_WAIT_SECONDS: '5',
-    DATASTORE_REPAIR_RESERVE_SECONDS: '60',
-    AWS_ENDPOINT_URL_S3: proxy.endpoint,
-    AWS_ENDPOINT_URL_SQS: run.moto.endpoint,
-    POWERTOOLS_LOG_LEVEL: 'WARN',
-  });
+  const worker = new LambdaWorker(
+    run.bundle,
+    {
+      ...process.env,
+      DATASTORE_BUCKET: run.direct.bucket,
+      DATASTORE_PREFIXES: ROOTS.join(','),
+      DATASTORE_QUEUE_URL: queueUrl,
+      DATASTORE_FORCE_PATH_STYLE: 'true',
+      DATASTORE_RECHECK_DELAY_SECONDS: '1',
+      DATASTORE_FINISH_DELAY_SECONDS: '1',
+      DATASTORE_LOCK_WAIT_SECONDS: '5',
+      DATASTORE_REPAIR_RESERVE_SECONDS: '60',
+      AWS_ENDPOINT_URL_S3: proxy.endpoint,
+      AWS_ENDPOINT_URL_SQS: run.moto.endpoint,
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    },
+    (name, message) => noteIndexerError(run.report, 'lambda', name, message),
+  );
   run.worker = worker;
   return new LambdaFeeder(run, worker, proxy, queueUrl, cast.deliveryRng, cast.killer);
 }

@@ -41,6 +41,10 @@ export interface ChaosReport {
   finalMismatch: string[];
   leftovers: string[];
   crashesWithoutMessage: string[];
+  /** Every error an indexer process ended a run or a root on, by name (`repair` exits and the Lambda's failed roots). */
+  indexerErrors: Record<string, number>;
+  /** One line for each of those errors whose name is not in `EXPECTED_ERRORS`: a bug, even when the data stayed whole. */
+  unexpectedErrors: string[];
   clientErrors: string[];
   drainMs: number;
   ok: boolean;
@@ -75,10 +79,25 @@ export function emptyReport(options: ChaosOptions): ChaosReport {
     finalMismatch: [],
     leftovers: [],
     crashesWithoutMessage: [],
+    indexerErrors: {},
+    unexpectedErrors: [],
     clientErrors: [],
     drainMs: 0,
     ok: false,
   };
+}
+
+/**
+ * The errors a chaos run may end an indexer's work on: a lock held past the wait, an index that kept
+ * changing under the lock, and S3 failing past the retries (the fault proxy's 503s, resets and dropped
+ * answers). Anything else, an `UnexpectedError` or a `TypeError` above all, is a bug the data checks can miss.
+ */
+export const EXPECTED_ERRORS: ReadonlySet<string> = new Set(['LockBusyError', 'PublishConflictError', 'S3UnavailableError']);
+
+/** Counts an error an indexer process (`who`) ended on, and keeps it as a problem when it is not expected. */
+export function noteIndexerError(report: ChaosReport, who: string, name: string, message: string): void {
+  report.indexerErrors[name] = (report.indexerErrors[name] ?? 0) + 1;
+  if (!EXPECTED_ERRORS.has(name)) report.unexpectedErrors.push(`${who}: ${name}: ${message.slice(0, 300)}`);
 }
 
 /** Adds the requests an indexer process sent through `proxy` and the faults it met there. */
@@ -115,6 +134,7 @@ export function problemsOf(report: ChaosReport): string[] {
     ...report.finalMismatch,
     ...report.leftovers,
     ...report.crashesWithoutMessage,
+    ...report.unexpectedErrors,
     ...report.clientErrors,
   ];
 }

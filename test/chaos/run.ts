@@ -158,12 +158,14 @@ async function main(): Promise<void> {
   const sum = (f: (r: ChaosReport) => number) => reports.reduce((a, r) => a + f(r), 0);
   const kills: Record<string, number> = {};
   for (const r of reports) for (const [k, n] of Object.entries(r.kills)) kills[k] = (kills[k] ?? 0) + n;
+  const errors: Record<string, number> = {};
+  for (const r of reports) for (const [k, n] of Object.entries(r.indexerErrors)) errors[k] = (errors[k] ?? 0) + n;
   console.log(
     `\n${reports.length} schedules (${reports.filter((r) => r.ok).length} ok), ${args.seconds} s each, faults ${args.faults ? 'on' : 'off'}, kills ${args.kills ? 'on' : 'off'}: ` +
       `${sum((r) => r.pushes)} client pushes, ${sum((r) => r.uploads + r.clientDeletes)} client uploads/deletes, ${sum((r) => r.oobOps)} out-of-band ops, ` +
       `${sum((r) => r.repairRuns)} repairs, ${sum((r) => r.lambdaBatches)} Lambda batches (${sum((r) => r.lambdaRecords)} records, ${sum((r) => r.itemFailures)} item failures), ` +
       `${sum((r) => r.indexerRequests)} indexer requests; faults: 503 ${sum((r) => r.faults.slowdown)}, reset ${sum((r) => r.faults.reset)}, dropped answer ${sum((r) => r.faults['drop-answer'])}, delay ${sum((r) => r.faults.delay)}; ` +
-      `kills ${JSON.stringify(kills)}; entries checked ${sum((r) => r.entriesChecked)}; vanished ${sum((r) => r.vanished.length)}, lost fields ${sum((r) => r.lostFields.length)}, removed shards ${sum((r) => r.removedShards.length)}, ` +
+      `kills ${JSON.stringify(kills)}; indexer errors ${JSON.stringify(errors)} (${sum((r) => r.unexpectedErrors.length)} unexpected); entries checked ${sum((r) => r.entriesChecked)}; vanished ${sum((r) => r.vanished.length)}, lost fields ${sum((r) => r.lostFields.length)}, removed shards ${sum((r) => r.removedShards.length)}, ` +
       `final mismatches ${sum((r) => r.finalMismatch.length)}, lock timeouts ${sum((r) => r.lockTimeouts)}, max client lock wait ${(Math.max(0, ...reports.map((r) => r.maxLockWaitMs)) / 1000).toFixed(1)} s (${(Math.max(0, ...reports.map((r) => r.maxLockWaitAfterKillMs)) / 1000).toFixed(1)} s after a kill)`,
   );
   if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
