@@ -53,17 +53,67 @@ export interface ClientStats {
   /** When each lock wait started, beside its length. */
   lockWaitStarts: number[];
   lockTimeouts: number;
+  /** Each client lock wait past `LONG_WAIT_MS`: when, and who held the lock meanwhile, how often taken and for how long. */
+  longLockWaits: { readonly root: string; readonly from: number; readonly to: number; readonly text: string }[];
   oobOps: number;
   errors: string[];
 }
 
 /** Counters of a run that has not started. */
 export function emptyClientStats(): ClientStats {
-  return { pushes: 0, uploads: 0, deletes: 0, lockWaitsMs: [], lockWaitStarts: [], lockTimeouts: 0, oobOps: 0, errors: [] };
+  return {
+    pushes: 0,
+    uploads: 0,
+    deletes: 0,
+    lockWaitsMs: [],
+    lockWaitStarts: [],
+    lockTimeouts: 0,
+    longLockWaits: [],
+    oobOps: 0,
+    errors: [],
+  };
 }
 
 const CLIENT_TTL_MS = 30_000;
 const LOCK_GIVE_UP_MS = 60_000;
+const CLIENT_RETRY_MS = 1_000;
+/** A wait this long is described holder by holder: the client gives up at `LOCK_GIVE_UP_MS`. */
+const LONG_WAIT_MS = 30_000;
+
+/** Who held a lock during one client's wait: per holder, the takes seen and the time between polls that found it held. */
+class LockWaitLog {
+  private readonly holders = new Map<string, { takes: Set<string>; ms: number }>();
+  private last = Date.now();
+
+  constructor(private readonly started: number) {}
+
+  saw(body: string): void {
+    const now = Date.now();
+    let name = 'an unreadable lock';
+    let take = '';
+    try {
+      const held = JSON.parse(body) as { holder?: string; pid?: number; acquiredAt?: string };
+      name = `${held.holder} pid ${held.pid}`;
+      take = String(held.acquiredAt);
+    } catch {
+      // counted under its own name
+    }
+    const h = this.holders.get(name) ?? { takes: new Set<string>(), ms: 0 };
+    h.takes.add(take);
+    h.ms += now - this.last;
+    this.holders.set(name, h);
+    this.last = now;
+  }
+
+  polled(): void {
+    this.last = Date.now();
+  }
+
+  describe(who: string): string {
+    const parts = [...this.holders].map(([name, h]) => `${name}: ${h.takes.size} takes, about ${(h.ms / 1000).toFixed(1)} s`);
+    return `${who} waited ${((Date.now() - this.started) / 1000).toFixed(1)} s from ${new Date(this.started).toISOString()}; held by ${parts.join('; ')}`;
+  }
+}
 
 /** The truth clients read for a root: entries by relative key (undefined when a part is missing or unreadable). */
 export async function readTruth(
@@ -141,6 +191,12 @@ export class SwampClient {
   private async lock(nonce: string): Promise<number | undefined> {
     const started = Date.now();
     const key = this.base + LOCK_KEY;
+    const log = new LockWaitLog(started);
+    const done = <T>(value: T): T => {
+      if (Date.now() - started > LONG_WAIT_MS)
+        this.stats.longLockWaits.push({ root: this.root, from: started, to: Date.now(), text: log.describe(`${this.root} ${this.id}`) });
+      return value;
+    };
     for (;;) {
       const body = JSON.stringify({
         holder: `swamp-sim-${this.id}`,
@@ -151,13 +207,14 @@ export class SwampClient {
         nonce,
       });
       const put = await this.store.put(key, body, { ifNoneMatch: '*' });
-      if (put.status === 'written') return Date.now() - started;
+      if (put.status === 'written') return done(Date.now() - started);
       const current = await this.store.get(key);
       if (current) {
+        log.saw(current.body.toString('utf8'));
         let ttl = CLIENT_TTL_MS;
         try {
           const held = JSON.parse(current.body.toString('utf8')) as { ttlMs?: number; nonce?: string };
-          if (held.nonce === nonce) return Date.now() - started; // our own take, its answer lost
+          if (held.nonce === nonce) return done(Date.now() - started); // our own take, its answer lost
           if (typeof held.ttlMs === 'number' && held.ttlMs > 0) ttl = held.ttlMs;
         } catch {
           // unreadable: the default ttl
@@ -166,9 +223,10 @@ export class SwampClient {
           await this.store.delete(key, current.etag);
           continue;
         }
-      }
-      if (Date.now() - started > LOCK_GIVE_UP_MS) return undefined;
-      await sleep(200 + this.rng.int(300));
+      } else log.polled();
+      if (Date.now() - started > LOCK_GIVE_UP_MS) return done(undefined);
+      // swamp's clients try a busy lock again after a second.
+      await sleep(CLIENT_RETRY_MS);
     }
   }
 

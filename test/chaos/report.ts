@@ -34,6 +34,8 @@ export interface ChaosReport {
   maxLockWaitMs: number;
   maxLockWaitAfterKillMs: number;
   lockTimeouts: number;
+  /** Client lock waits past 30 s, each with who held the lock meanwhile (not a failure below 60 s). */
+  longLockWaits: string[];
   vanished: string[];
   lostFields: string[];
   /** A partition some manifest listed that is no longer listed, or whose file is gone: no writer may remove one. */
@@ -73,6 +75,7 @@ export function emptyReport(options: ChaosOptions): ChaosReport {
     maxLockWaitMs: 0,
     maxLockWaitAfterKillMs: 0,
     lockTimeouts: 0,
+    longLockWaits: [],
     vanished: [],
     lostFields: [],
     removedShards: [],
@@ -121,6 +124,7 @@ export function concludeReport(report: ChaosReport, stats: ClientStats, killTime
     ),
   );
   report.lockTimeouts = stats.lockTimeouts;
+  report.longLockWaits = stats.longLockWaits.map((w) => w.text);
   report.clientErrors = stats.errors;
   report.ok = problemsOf(report).length === 0 && report.lockTimeouts === 0;
 }

@@ -144,6 +144,7 @@ async function main(): Promise<void> {
       }
       reports.push(report);
       console.log(`| ${row(report)} |`);
+      for (const wait of report.longLockWaits) console.error(`[seed ${seed}] long lock wait: ${wait}`);
       // Written after every seed, so an interrupted batch keeps what it measured.
       if (args.json) writeFileSync(args.json, JSON.stringify(reports, null, 2));
       if (!report.ok) {

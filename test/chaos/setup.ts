@@ -112,6 +112,8 @@ export interface ChaosRun {
   readonly quiet: { on: boolean };
   /** The indexer's writes as its proxies saw them, printed when a client's fields go missing. */
   readonly trace: string[];
+  /** Every answered request of the indexer, reads too, for the account of a long client lock wait. */
+  readonly requests: string[];
 }
 
 /** Copies the bundles, starts moto and the clients to it; `stopRun` takes it down whatever happens next. */
@@ -152,6 +154,7 @@ export async function startRun(options: ChaosOptions): Promise<ChaosRun> {
     children: new Set(),
     quiet: { on: false },
     trace: [],
+    requests: [],
   };
 }
 
@@ -220,7 +223,9 @@ export async function startProxy(run: ChaosRun, faultRng: Rng, who: string): Pro
   const proxy = await startFaultProxy(run.moto.endpoint, faultRng, run.faults ? FAULT_RATES : NO_FAULTS);
   proxy.onRequest = run.options.onIndexerRequest;
   proxy.onSeen = (r) => {
-    if (r.method !== 'GET' && r.method !== 'HEAD') run.trace.push(`${new Date().toISOString()} ${who} ${r.method} ${r.key} ${r.status}`);
+    const line = `${new Date().toISOString()} ${who} ${r.method} ${r.key} ${r.status}`;
+    run.requests.push(line);
+    if (r.method !== 'GET' && r.method !== 'HEAD') run.trace.push(line);
   };
   run.proxies.push(proxy);
   return proxy;
