@@ -18,7 +18,7 @@ export type { S3Store } from './s3';
 export type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
 export type { RequestObserver } from './s3-direct';
 export type { S3Settings } from './config';
-export type { LockOptions } from './lock';
+export type { ClientTurn, LockOptions } from './lock';
 export type { LockClock } from './lock-clock';
 export type { HeldLocks, Releasable } from './held-locks';
 export type { PublishEvent, PublishOptions } from './publish';

@@ -1,5 +1,6 @@
 /** One heal of a root (or of one namespace), carried by every step of it: what it heals, how, and what it may hold. */
 import type { HealOptions } from './heal-types';
+import { CLIENT_TURN } from './lock';
 import { MemoryGuard, memoryBudget } from './memory';
 import { checkNamespaceName, rootBase } from './names';
 import type { PublishOptions } from './publish-types';
@@ -51,6 +52,8 @@ export class HealRun {
     const { onEvent, publish } = this.options;
     return {
       ...publish,
+      // A heal takes the lock commit after commit: it leaves waiting clients a turn now and then.
+      lock: { clientTurn: CLIENT_TURN, ...publish?.lock },
       onEvent: (event) => {
         onEvent?.(name, event);
         publish?.onEvent?.(event);

@@ -15,6 +15,11 @@ export class HeldLocks {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Set while the program is releasing its locks to exit: a take that lands then is released at once. */
   closing = false;
+  /**
+   * Each lock's last release by this program, by `s3://bucket/key`, and when the run of holds it ended
+   * began (holds taken back each within a client's turn of the last): a take soon after may leave clients a turn first.
+   */
+  readonly released = new Map<string, { readonly at: number; readonly streakFrom: number }>();
 
   /** Follows `work` (a take or a release) until it settles. */
   track<T>(work: Promise<T>): Promise<T> {

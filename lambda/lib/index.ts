@@ -72,7 +72,7 @@ export type { Drift, DriftCounts, ResizedEntry } from './drift';
 export type { Layout } from './layouts/types';
 export type { MemoryBudget } from './memory';
 export type { PublishEvent, PublishOptions } from './publish';
-export { type LockOptions, releaseHeldLocks } from './lock';
+export { type ClientTurn, type LockOptions, releaseHeldLocks } from './lock';
 export type { LockClock } from './lock-clock';
 export { HeldLocks, type Releasable } from './held-locks';
 export { type Lister, type ScopedListing, sequentialLister } from './list';

@@ -36,7 +36,28 @@ export interface LockOptions {
   readonly clock?: LockClock;
   /** Where the lock is registered while held, for `HeldLocks.releaseAll`. @default this process's (`releaseHeldLocks`) */
   readonly registry?: HeldLocks;
+  /**
+   * Leaves clients a turn at the lock: once this program has held it with no gap for `afterMs`, it waits
+   * `ms` from its last release before taking it again (see `CLIENT_TURN`). @default none
+   */
+  readonly clientTurn?: ClientTurn;
 }
+
+/** When the indexer leaves waiting clients a turn at a lock it keeps taking back. */
+export interface ClientTurn {
+  /** How long holds taken back at once may run before a turn is given. */
+  readonly afterMs: number;
+  /** How long the lock is left free for a turn. */
+  readonly ms: number;
+}
+
+/**
+ * The turn a heal leaves clients between commits. swamp clients try a busy lock again once a second and
+ * give up after 60 s, so an indexer that takes the lock back at once, commit after commit, would meet their
+ * tries only by luck. A gap longer than their interval always meets the next try; given every 10 s of
+ * holds, it bounds what a heal adds to a client's wait and costs a heal little.
+ */
+export const CLIENT_TURN: ClientTurn = { afterMs: 10_000, ms: 1_500 };
 
 /** The indexer's own lock lifetime (heartbeat at a third of it). */
 export const INDEXER_TTL_MS = 10_000;
@@ -97,6 +118,8 @@ export class DatastoreLock {
   private lostFlag = false;
   /** The renewal in flight, if any: a release waits for it, or its write would outlive the delete. */
   private beat: Promise<void> = Promise.resolve();
+  /** When the run of holds this one continues began (see `HeldLocks.released`). */
+  private readonly streakFrom: number;
 
   private constructor(
     private readonly store: S3Store,
@@ -109,7 +132,10 @@ export class DatastoreLock {
     readonly conditional: boolean,
     private readonly clock: LockClock,
     private readonly registry: HeldLocks,
+    streakFrom: number,
   ) {
+    // A take that had to wait came after someone else's hold: a new run of holds begins with it.
+    this.streakFrom = waits > 0 ? clock.now() : streakFrom;
     this.etag = etag;
     this.confirmedAt = clock.now();
     registry.held.add(this);
@@ -133,10 +159,25 @@ export class DatastoreLock {
     return lock;
   }
 
+  /**
+   * Waits out a client's turn when this program has held the lock, taken back each time at once, for the
+   * turn's `afterMs`; returns when the run of holds the coming take continues began.
+   */
+  private static async turn(store: S3Store, key: string, options: LockOptions, registry: HeldLocks): Promise<number> {
+    const clock = options.clock ?? systemClock;
+    const last = registry.released.get(`s3://${store.bucket}/${key}`);
+    const turn = options.clientTurn;
+    if (!turn || !last || clock.now() - last.at >= turn.ms) return clock.now();
+    if (clock.now() - last.streakFrom < turn.afterMs) return last.streakFrom;
+    await clock.sleep(last.at + turn.ms - clock.now());
+    return clock.now();
+  }
+
   private static async take(store: S3Store, key: string, options: LockOptions, registry: HeldLocks): Promise<DatastoreLock> {
     const clock = options.clock ?? systemClock;
     const ttlMs = options.ttlMs ?? INDEXER_TTL_MS;
     const waitMs = options.waitMs ?? 60_000;
+    const streakFrom = await DatastoreLock.turn(store, key, options, registry);
     const started = clock.now();
     let waits = 0;
     let conditional = true;
@@ -155,7 +196,7 @@ export class DatastoreLock {
           const sent = clock.now();
           const result = await store.put(key, text, { ifNoneMatch: '*' });
           if (result.status === 'written') {
-            const lock = new DatastoreLock(store, key, body, result.etag, waits, true, clock, registry);
+            const lock = new DatastoreLock(store, key, body, result.etag, waits, true, clock, registry, streakFrom);
             lock.confirmedAt = sent;
             return lock;
           }
@@ -173,14 +214,14 @@ export class DatastoreLock {
         await clock.sleep(50);
         const check = await store.get(key);
         if (written.status === 'written' && check && parseLock(check.body).nonce === body.nonce) {
-          return new DatastoreLock(store, key, body, check.etag, waits, false, clock, registry);
+          return new DatastoreLock(store, key, body, check.etag, waits, false, clock, registry, streakFrom);
         }
         continue;
       }
       const holder = parseLock(current.body);
       // Our own take whose answer was lost (the retry then met our own lock): it is ours.
       if (conditional && holder.nonce === body.nonce)
-        return new DatastoreLock(store, key, body, current.etag, waits, true, clock, registry);
+        return new DatastoreLock(store, key, body, current.etag, waits, true, clock, registry, streakFrom);
       if (isStale(holder, current.lastModified, clock.now())) {
         // Stale: delete exactly that version, so a holder that just renewed keeps its lock.
         await store.delete(key, current.etag);
@@ -223,7 +264,10 @@ export class DatastoreLock {
    * the condition, it is read back, its nonce checked, and the exact version deleted.
    */
   release(): Promise<void> {
-    return this.registry.track(this.releaseOnce());
+    const released = this.releaseOnce().finally(() =>
+      this.registry.released.set(`s3://${this.store.bucket}/${this.key}`, { at: this.clock.now(), streakFrom: this.streakFrom }),
+    );
+    return this.registry.track(released);
   }
 
   private async releaseOnce(): Promise<void> {

@@ -5,7 +5,7 @@ import { type DatastoreIndex, EarlyBody } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
-import { type LockOptions, type DatastoreLock, withLock } from './lock';
+import { CLIENT_TURN, type LockOptions, type DatastoreLock, withLock } from './lock';
 import type { Plan, Planner, PublishEvent, PublishOutcome, PublishRunOptions } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
@@ -172,7 +172,8 @@ class Publication<F> {
           'Other writers keep changing it (current swamp clients push without the lock through the serve handler, each write merging theirs): retry later; if it persists, S3 server access logs name the writer',
         );
       }
-      await sleep(jitter(attempt));
+      // The lock is taken anew only after a waiting client has had its turn.
+      await sleep(Math.max(CLIENT_TURN.ms, jitter(attempt)));
     }
   }
 

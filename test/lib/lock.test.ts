@@ -1,5 +1,6 @@
 /** The datastore lock shared with swamp clients, against moto: taking, waiting, failing, taking over, releasing. */
-import { DatastoreLock, type LockBody, withLock } from '../../lambda/lib/lock';
+import { HeldLocks } from '../../lambda/lib/held-locks';
+import { CLIENT_TURN, type ClientTurn, DatastoreLock, type LockBody, withLock } from '../../lambda/lib/lock';
 import { LockBusyError } from '../../lambda/lib/errors';
 import { S3Store } from '../../lambda/lib/s3';
 import { healRoot } from '../../lambda/lib/heal';
@@ -279,6 +280,48 @@ describe("the indexer's own lock", () => {
     expect(await readObject(store, 'a/.datastore.lock')).toBeUndefined();
     expect(await readObject(store, 'b/.datastore.lock')).toBeUndefined();
     expect(await releaseHeldLocks()).toBe(0);
+  });
+});
+
+describe("a client's turn between the indexer's holds", () => {
+  /**
+   * The indexer holds `L` three times back to back (0.2 s each) while a client polls for it as swamp's
+   * clients do (a conditional take, then a second's pause); the order in which each got the lock.
+   */
+  async function holdsBesideAPollingClient(clientTurn: ClientTurn): Promise<string[]> {
+    const store = await testStore();
+    const registry = new HeldLocks();
+    const order: string[] = [];
+    const firstIn = signal();
+    const client = (async () => {
+      await firstIn.promise;
+      for (let tries = 0; tries < 10; tries++) {
+        const put = await store.put('L', JSON.stringify(lockBody({ holder: 'client' })), { ifNoneMatch: '*' });
+        if (put.status === 'written') {
+          order.push('client');
+          await store.delete('L');
+          return;
+        }
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    })();
+    for (let hold = 0; hold < 3; hold++) {
+      await withLock(store, 'L', { holder: 'indexer', registry, clientTurn }, async () => {
+        order.push('indexer');
+        firstIn.fire();
+        await new Promise((r) => setTimeout(r, 200));
+      });
+    }
+    await client;
+    return order;
+  }
+
+  it('once holds taken back at once have run for afterMs, the next take waits, and a client polling once a second takes the lock', async () => {
+    expect(await holdsBesideAPollingClient({ afterMs: 0, ms: CLIENT_TURN.ms })).toEqual(['indexer', 'client', 'indexer', 'indexer']);
+  });
+
+  it('holds shorter than afterMs in all are taken back at once: the client waits for the last', async () => {
+    expect(await holdsBesideAPollingClient(CLIENT_TURN)).toEqual(['indexer', 'indexer', 'indexer', 'client']);
   });
 });
 
