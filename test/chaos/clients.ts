@@ -92,9 +92,10 @@ class LockWaitLog {
     let name = 'an unreadable lock';
     let take = '';
     try {
-      const held = JSON.parse(body) as { holder?: string; pid?: number; acquiredAt?: string };
+      const held = JSON.parse(body) as { holder?: string; pid?: number; nonce?: string };
       name = `${held.holder} pid ${held.pid}`;
-      take = String(held.acquiredAt);
+      // One nonce per take: a renewal rewrites the body (swamp's clients with a new acquiredAt) but keeps it.
+      take = String(held.nonce);
     } catch {
       // counted under its own name
     }
