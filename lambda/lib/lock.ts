@@ -59,6 +59,11 @@ export interface ClientTurn {
  */
 export const CLIENT_TURN: ClientTurn = { afterMs: 10_000, ms: 1_500 };
 
+/** Where `HeldLocks.released` keeps a lock's last release: a test's other bucket may use the same key. */
+function releasedKey(store: S3Store, key: string): string {
+  return `s3://${store.bucket}/${key}`;
+}
+
 /** The indexer's own lock lifetime (heartbeat at a third of it). */
 export const INDEXER_TTL_MS = 10_000;
 /** What a lock whose body does not say its ttlMs is taken to have: what clients write. */
@@ -165,7 +170,7 @@ export class DatastoreLock {
    */
   private static async turn(store: S3Store, key: string, options: LockOptions, registry: HeldLocks): Promise<number> {
     const clock = options.clock ?? systemClock;
-    const last = registry.released.get(`s3://${store.bucket}/${key}`);
+    const last = registry.released.get(releasedKey(store, key));
     const turn = options.clientTurn;
     if (!turn || !last || clock.now() - last.at >= turn.ms) return clock.now();
     if (clock.now() - last.streakFrom < turn.afterMs) return last.streakFrom;
@@ -265,7 +270,7 @@ export class DatastoreLock {
    */
   release(): Promise<void> {
     const released = this.releaseOnce().finally(() =>
-      this.registry.released.set(`s3://${this.store.bucket}/${this.key}`, { at: this.clock.now(), streakFrom: this.streakFrom }),
+      this.registry.released.set(releasedKey(this.store, this.key), { at: this.clock.now(), streakFrom: this.streakFrom }),
     );
     return this.registry.track(released);
   }

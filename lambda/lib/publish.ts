@@ -5,7 +5,7 @@ import { type DatastoreIndex, EarlyBody } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
-import { CLIENT_TURN, type LockOptions, type DatastoreLock, withLock } from './lock';
+import { CLIENT_TURN, type ClientTurn, type LockOptions, type DatastoreLock, withLock } from './lock';
 import type { Plan, Planner, PublishEvent, PublishOutcome, PublishRunOptions } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
@@ -46,6 +46,9 @@ function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
   if (a.state === 'absent') return true;
   return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
 }
+
+/** A retry after a lost race leaves waiting clients their turn whatever held the lock before. */
+const RETRY_TURN: ClientTurn = { afterMs: 0, ms: CLIENT_TURN.ms };
 
 function jitter(attempt: number): number {
   const cap = Math.min(2000, 50 * 2 ** attempt);
@@ -157,10 +160,10 @@ class Publication<F> {
     let opening: Opening<F> | undefined = this.opening(planned);
     for (let attempt = 0; ; attempt++) {
       // Each try holds the lock for itself alone: the race was lost to a writer that does not take the lock,
-      // so waiting out the next try under it would only keep out the clients that do.
-      const tried = await withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, (lock) =>
-        this.tryOnce(lock, opening, readAgain),
-      );
+      // so waiting out the next try under it would only keep out the clients that do. A retry takes the lock
+      // anew only after a waiting client has had its turn.
+      const options = attempt === 0 ? this.lockOptions : { ...this.lockOptions, clientTurn: RETRY_TURN };
+      const tried = await withLock(this.store, lockKeyOf(this.scope.root), options, (lock) => this.tryOnce(lock, opening, readAgain));
       opening = undefined;
       if (tried.status !== 'conflict') return tried;
       this.conflicts++;
@@ -172,8 +175,7 @@ class Publication<F> {
           'Other writers keep changing it (current swamp clients push without the lock through the serve handler, each write merging theirs): retry later; if it persists, S3 server access logs name the writer',
         );
       }
-      // The lock is taken anew only after a waiting client has had its turn.
-      await sleep(Math.max(CLIENT_TURN.ms, jitter(attempt)));
+      await sleep(jitter(attempt));
     }
   }
 
