@@ -41,11 +41,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     concludeReport(run.report, cast.stats, cast.killer.times);
     // What the indexer asked of the root during each long wait: its lock takes and releases say how long it held the lock.
     run.report.longLockWaits = cast.stats.longLockWaits.map((w) => {
-      const writes = run.requests.filter((line) => {
-        const at = Date.parse(line.slice(0, line.indexOf(' ')));
-        return at >= w.from && at <= w.to && line.includes(` ${w.root}/`);
-      });
-      return `${w.text}\n    indexer requests meanwhile (answered):\n      ${writes.join('\n      ')}`;
+      const meanwhile = run.requests.filter((r) => r.at >= w.from && r.at <= w.to && r.key.startsWith(`${w.root}/`));
+      return `${w.text}\n    indexer requests meanwhile (answered):\n      ${meanwhile.map((r) => r.line).join('\n      ')}`;
     });
     return run.report;
   } finally {

@@ -80,6 +80,14 @@ const CLIENT_RETRY_MS = 1_000;
 /** A wait this long is described holder by holder: the client gives up at `LOCK_GIVE_UP_MS`. */
 const LONG_WAIT_MS = 30_000;
 
+/** The fields of a lock body a waiting client reads. */
+interface HeldLock {
+  readonly holder?: string;
+  readonly pid?: number;
+  readonly ttlMs?: number;
+  readonly nonce?: string;
+}
+
 /** Who held a lock during one client's wait: per holder, the takes seen and the time between polls that found it held. */
 class LockWaitLog {
   private readonly holders = new Map<string, { takes: Set<string>; ms: number }>();
@@ -87,18 +95,12 @@ class LockWaitLog {
 
   constructor(private readonly started: number) {}
 
-  saw(body: string): void {
+  /** Notes the lock found held, as its body parsed (undefined when it does not parse). */
+  saw(held: HeldLock | undefined): void {
     const now = Date.now();
-    let name = 'an unreadable lock';
-    let take = '';
-    try {
-      const held = JSON.parse(body) as { holder?: string; pid?: number; nonce?: string };
-      name = `${held.holder} pid ${held.pid}`;
-      // One nonce per take: a renewal rewrites the body (swamp's clients with a new acquiredAt) but keeps it.
-      take = String(held.nonce);
-    } catch {
-      // counted under its own name
-    }
+    const name = held ? `${held.holder} pid ${held.pid}` : 'an unreadable lock';
+    // One nonce per take: a renewal rewrites the body (swamp's clients with a new acquiredAt) but keeps it.
+    const take = String(held?.nonce);
     const h = this.holders.get(name) ?? { takes: new Set<string>(), ms: 0 };
     h.takes.add(take);
     h.ms += now - this.last;
@@ -211,15 +213,15 @@ export class SwampClient {
       if (put.status === 'written') return done(Date.now() - started);
       const current = await this.store.get(key);
       if (current) {
-        log.saw(current.body.toString('utf8'));
-        let ttl = CLIENT_TTL_MS;
+        let held: HeldLock | undefined;
         try {
-          const held = JSON.parse(current.body.toString('utf8')) as { ttlMs?: number; nonce?: string };
-          if (held.nonce === nonce) return done(Date.now() - started); // our own take, its answer lost
-          if (typeof held.ttlMs === 'number' && held.ttlMs > 0) ttl = held.ttlMs;
+          held = JSON.parse(current.body.toString('utf8')) as HeldLock;
         } catch {
           // unreadable: the default ttl
         }
+        log.saw(held);
+        if (held?.nonce === nonce) return done(Date.now() - started); // our own take, its answer lost
+        const ttl = typeof held?.ttlMs === 'number' && held.ttlMs > 0 ? held.ttlMs : CLIENT_TTL_MS;
         if (Date.now() - current.lastModified.getTime() > ttl) {
           await this.store.delete(key, current.etag);
           continue;

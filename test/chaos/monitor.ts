@@ -33,7 +33,7 @@ export function startMonitor(run: ChaosRun, cast: Cast): Monitor {
 
 /** One look at `root`: entries published before the read must be in it, as the client wrote them. */
 async function checkRoot(run: ChaosRun, cast: Cast, root: string, fieldLoss: Set<string>): Promise<void> {
-  const { report, log, trace } = run;
+  const { report, log, requests } = run;
   const { published } = cast;
   const started = Date.now();
   const due = [...published.values()].filter((p) => p.root === root && p.at < started);
@@ -57,7 +57,11 @@ async function checkRoot(run: ChaosRun, cast: Cast, root: string, fieldLoss: Set
     if (e && e.size === p.entry.size && e.sha256 !== p.entry.sha256 && published.get(`${root}/${p.rel}`) === p && !fieldLoss.has(p.rel)) {
       fieldLoss.add(p.rel);
       log(
-        `client fields of ${root}/${p.rel} gone at ${new Date().toISOString()}: ${JSON.stringify(e)} (client wrote ${JSON.stringify(p.entry)}); last indexer writes:\n    ${trace.slice(-8).join('\n    ')}`,
+        `client fields of ${root}/${p.rel} gone at ${new Date().toISOString()}: ${JSON.stringify(e)} (client wrote ${JSON.stringify(p.entry)}); last indexer writes:\n    ${requests
+          .filter((r) => r.write)
+          .slice(-8)
+          .map((r) => r.line)
+          .join('\n    ')}`,
       );
     }
   }

@@ -157,10 +157,14 @@ async function main(): Promise<void> {
   };
   await Promise.all(Array.from({ length: args.parallel }, runOne));
   const sum = (f: (r: ChaosReport) => number) => reports.reduce((a, r) => a + f(r), 0);
-  const kills: Record<string, number> = {};
-  for (const r of reports) for (const [k, n] of Object.entries(r.kills)) kills[k] = (kills[k] ?? 0) + n;
-  const errors: Record<string, number> = {};
-  for (const r of reports) for (const [k, n] of Object.entries(r.indexerErrors)) errors[k] = (errors[k] ?? 0) + n;
+  // Counts by name (kills by step, errors by class), summed over the seeds.
+  const byName = (f: (r: ChaosReport) => Record<string, number>): Record<string, number> => {
+    const total: Record<string, number> = {};
+    for (const r of reports) for (const [k, n] of Object.entries(f(r))) total[k] = (total[k] ?? 0) + n;
+    return total;
+  };
+  const kills = byName((r) => r.kills);
+  const errors = byName((r) => r.indexerErrors);
   console.log(
     `\n${reports.length} schedules (${reports.filter((r) => r.ok).length} ok), ${args.seconds} s each, faults ${args.faults ? 'on' : 'off'}, kills ${args.kills ? 'on' : 'off'}: ` +
       `${sum((r) => r.pushes)} client pushes, ${sum((r) => r.uploads + r.clientDeletes)} client uploads/deletes, ${sum((r) => r.oobOps)} out-of-band ops, ` +

@@ -110,10 +110,19 @@ export interface ChaosRun {
   worker?: { stop(): void };
   /** On at the quiet end: no faults, no kills, no duplicated deliveries. */
   readonly quiet: { on: boolean };
-  /** The indexer's writes as its proxies saw them, printed when a client's fields go missing. */
-  readonly trace: string[];
-  /** Every answered request of the indexer, reads too, for the account of a long client lock wait. */
-  readonly requests: string[];
+  /**
+   * Every answered request of the indexer, as its proxies saw them: its writes are printed when a client's
+   * fields go missing, and all of them in the account of a long client lock wait.
+   */
+  readonly requests: IndexerRequest[];
+}
+
+/** One answered request of the indexer: when, to which key, whether it wrote, and a line saying who sent what. */
+export interface IndexerRequest {
+  readonly at: number;
+  readonly key: string;
+  readonly write: boolean;
+  readonly line: string;
 }
 
 /** Copies the bundles, starts moto and the clients to it; `stopRun` takes it down whatever happens next. */
@@ -153,7 +162,6 @@ export async function startRun(options: ChaosOptions): Promise<ChaosRun> {
     proxies: [],
     children: new Set(),
     quiet: { on: false },
-    trace: [],
     requests: [],
   };
 }
@@ -218,14 +226,14 @@ export function castOf(run: ChaosRun): Cast {
   return { stats, published, listedPartitions, clients, oob, faultRng, killer, deliveryRng };
 }
 
-/** A fault proxy to moto for one of the indexer's processes (`who`), its writes traced, closed at the end of the run. */
+/** A fault proxy to moto for one of the indexer's processes (`who`), its requests traced, closed at the end of the run. */
 export async function startProxy(run: ChaosRun, faultRng: Rng, who: string): Promise<FaultProxy> {
   const proxy = await startFaultProxy(run.moto.endpoint, faultRng, run.faults ? FAULT_RATES : NO_FAULTS);
   proxy.onRequest = run.options.onIndexerRequest;
   proxy.onSeen = (r) => {
-    const line = `${new Date().toISOString()} ${who} ${r.method} ${r.key} ${r.status}`;
-    run.requests.push(line);
-    if (r.method !== 'GET' && r.method !== 'HEAD') run.trace.push(line);
+    const at = Date.now();
+    const line = `${new Date(at).toISOString()} ${who} ${r.method} ${r.key} ${r.status}`;
+    run.requests.push({ at, key: r.key, write: r.method !== 'GET' && r.method !== 'HEAD', line });
   };
   run.proxies.push(proxy);
   return proxy;

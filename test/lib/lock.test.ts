@@ -7,6 +7,7 @@ import { healRoot } from '../../lambda/lib/heal';
 import { lockBody } from '../helpers/factories';
 import { ManualClock } from '../helpers/manual-clock';
 import { signal } from '../helpers/signal';
+import { sleep } from '../../support/sleep';
 import {
   connectStore,
   faultyClient,
@@ -302,14 +303,14 @@ describe("a client's turn between the indexer's holds", () => {
           await store.delete('L');
           return;
         }
-        await new Promise((r) => setTimeout(r, 1_000));
+        await sleep(1_000);
       }
     })();
     for (let hold = 0; hold < 3; hold++) {
       await withLock(store, 'L', { holder: 'indexer', registry, clientTurn }, async () => {
         order.push('indexer');
         firstIn.fire();
-        await new Promise((r) => setTimeout(r, 200));
+        await sleep(200);
       });
     }
     await client;
