@@ -39,10 +39,23 @@ type Attempt<F> =
     }
   | { readonly status: 'settled'; readonly live: LiveIndex };
 
-/** True when two reads found the same index version: both absent, or the same single object with the same ETag. */
+/** True when a layout's index is one object, the monolith: its ETag alone names the version a plan was made for. */
+function monolithIndexed(live: LiveIndex): boolean {
+  return live.layout === 'monolith' || live.layout === 'dual-write';
+}
+
+/**
+ * True when a write may rest on this read made before the lock was taken: its every object is written
+ * on the condition of the version read (a monolith, or a partial shard-first read with its manifest).
+ */
+function standsBeforeLock(live: LiveIndex): boolean {
+  return monolithIndexed(live) || live.shards?.partial !== undefined;
+}
+
+/** True when two reads found the same index version: both absent, or the same monolith with the same ETag. */
 function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
   if (a === b) return true;
-  if (a.layout !== 'monolith' || b.layout !== 'monolith' || a.state !== b.state) return false;
+  if (a.layout !== b.layout || !monolithIndexed(a) || a.state !== b.state) return false;
   if (a.state === 'absent') return true;
   return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
 }
@@ -156,7 +169,8 @@ class Publication<F> {
    * condition on what was read; a lost race is tried again under a lock taken anew. `readAgain` asks for
    * the re-check's read to go out with the lock's release.
    */
-  async attempt(planned: Planned<F>, readAgain: boolean): Promise<Attempt<F>> {
+  async attempt(first: Planned<F>, readAgain: boolean): Promise<Attempt<F>> {
+    let planned = first;
     let opening: Opening<F> | undefined = this.opening(planned);
     for (let attempt = 0; ; attempt++) {
       // Each try holds the lock for itself alone: the race was lost to a writer that does not take the lock,
@@ -176,14 +190,36 @@ class Publication<F> {
         );
       }
       await sleep(jitter(attempt));
+      // Where a read before the lock stands (see `rereadUnderLock`), the next try reads and plans before it
+      // takes the lock, as the first did: the write is conditioned on that read, so the lock is held for
+      // the write, not for a whole read and plan.
+      if (!this.retryStandsBeforeLock(planned.live)) continue;
+      const live = await this.read();
+      planned = await this.plan(live);
+      if (!planned.plan.index || live.hold) return this.settle(live, planned.plan.index !== undefined);
+      opening = this.opening(planned);
     }
+  }
+
+  /**
+   * Whether a retry's read, made whole (see `whole`), stands before the lock: on a monolith, or where the
+   * caller's own read (a heal's chunk) stays partial.
+   */
+  private retryStandsBeforeLock(last: LiveIndex): boolean {
+    return monolithIndexed(last) || (this.options.read !== undefined && last.shards?.partial !== undefined);
+  }
+
+  /** Ends an attempt that has nothing to write: an index that needs nothing, or one held (a copy kept of what does not parse). */
+  private async settle(live: LiveIndex, wanted: boolean): Promise<Attempt<F>> {
+    if (wanted && live.hold) await this.hold(live, true);
+    return { status: 'settled', live };
   }
 
   /** What the first try under the lock starts from: the plan made, and the reads sent while the lock is taken. */
   private opening(planned: Planned<F>): Opening<F> {
     // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
     // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
-    const monolith = this.conditional && planned.live.layout === 'monolith' ? this.readAhead(this.knownOf(planned.live)) : undefined;
+    const monolith = this.conditional && monolithIndexed(planned.live) ? this.readAhead(this.knownOf(planned.live)) : undefined;
     // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
     const alongside = this.conditional && planned.live.shards?.partial ? Promise.resolve(planned.live) : monolith;
     // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
@@ -202,11 +238,7 @@ class Publication<F> {
     const reread = await this.rereadUnderLock(lock, opening?.alongside);
     const live = reread.shards?.recordUnread ? await this.withRecordAsked(reread, opening) : reread;
     const current = opening && sameVersion(opening.planned.live, live) ? { live, plan: opening.planned.plan } : await this.plan(live);
-    if (!current.plan.index) return { status: 'settled', live };
-    if (live.hold) {
-      await this.hold(live, true);
-      return { status: 'settled', live };
-    }
+    if (!current.plan.index || live.hold) return this.settle(live, current.plan.index !== undefined);
     if (lock.lost) throw new PublishConflictError(`Lost the datastore lock ${lock.key} while publishing`, 'Retry the run');
     await this.keepCopies(live);
     const written = await this.write(live, current.plan.index, opening?.body);
@@ -239,7 +271,7 @@ class Publication<F> {
   /** The read made while the lock was taken stands unless the lock had to be waited for or turned out to be the only protection. */
   private async rereadUnderLock(lock: DatastoreLock, alongside: Promise<LiveIndex> | undefined): Promise<LiveIndex> {
     const reread = alongside && this.conditional && lock.waits === 0 ? await alongside : undefined;
-    return reread?.layout === 'monolith' || reread?.shards?.partial ? reread : this.read();
+    return reread && standsBeforeLock(reread) ? reread : this.read();
   }
 
   /** The version a monolith read holds, so a read of it unchanged is not downloaded again. */

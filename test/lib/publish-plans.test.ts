@@ -11,6 +11,7 @@ import { emptyIndex } from '../../lambda/lib/index-file';
 import { healRoot } from '../../lambda/lib/heal';
 import { publishIndex } from '../../lambda/lib/publish';
 import { withLock } from '../../lambda/lib/lock';
+import { dualWriteRoot, swampObjects } from '../helpers/dual-write';
 import { indexEntry } from '../helpers/factories';
 import { signal } from '../helpers/signal';
 import {
@@ -205,6 +206,75 @@ describe('publishIndex round trips', () => {
     expect(watching.indexReads.filter((r) => !r.beforeLockTaken)).toHaveLength(1);
     expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/client', 'data/old']);
   });
+});
+
+describe('publishIndex after a lost race', () => {
+  /**
+   * A store that knows when it holds the root's lock, and lets a lockless client push the monolith just
+   * before its first write of it, so that write loses its race.
+   */
+  class RacedStore extends S3Store {
+    held = false;
+    private raced = false;
+
+    constructor(
+      bucket: string,
+      private readonly indexKey: string,
+      private readonly lockKey: string,
+      private readonly push: () => Promise<unknown>,
+    ) {
+      super(testClient(), bucket);
+    }
+
+    override async put(...args: Parameters<S3Store['put']>): ReturnType<S3Store['put']> {
+      if (args[0] === this.indexKey && !this.raced) {
+        this.raced = true;
+        await this.push();
+      }
+      const result = await super.put(...args);
+      if (args[0] === this.lockKey && result.status === 'written') this.held = true;
+      return result;
+    }
+
+    override async delete(...args: Parameters<S3Store['delete']>): ReturnType<S3Store['delete']> {
+      if (args[0] === this.lockKey) this.held = false;
+      return super.delete(...args);
+    }
+  }
+
+  it.each(['monolith', 'dual-write'] as const)(
+    'reads and plans a %s root again before it takes the lock anew, so the lock is held only to write',
+    async (layout) => {
+      // GIVEN a root of that layout, and a lockless client that pushes its entry just before our first write
+      const store = await testStore();
+      const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+      const indexKey = 'p/.datastore-index.json';
+      if (layout === 'dual-write') await dualWriteRoot(store, 'p', swampObjects(1));
+      else await putIndex(store, indexKey, [indexEntry('data/old')]);
+      const client = connectStore(store.bucket);
+      const push = async (): Promise<void> => {
+        const now = await readIndex(client, indexKey);
+        await putIndex(client, indexKey, [...now!.entries.values(), indexEntry('data/client')]);
+      };
+      const raced = new RacedStore(store.bucket, indexKey, 'p/.datastore.lock', push);
+      const planner = adding('data/a');
+      const heldWhilePlanning: boolean[] = [];
+      const plan: Planner<undefined> = async (live) => {
+        heldWhilePlanning.push(raced.held);
+        return planner.plan(live);
+      };
+
+      // WHEN an entry is published
+      const outcome = await publishIndex(raced, scope, plan, { convergeRounds: 0 });
+
+      // THEN the first write lost, the second stands, and neither plan was made under the lock
+      expect(outcome).toMatchObject({ writes: 1, conflicts: 1 });
+      expect(heldWhilePlanning).toEqual([false, false]);
+      const keys = summarize(await readIndex(store, indexKey)).map((e) => e.key);
+      expect(keys).toEqual(expect.arrayContaining(['data/a', 'data/client']));
+      expect(await store.head('p/.datastore.lock')).toBeUndefined();
+    },
+  );
 });
 
 describe('S3Store.get with ifNoneMatch', () => {
