@@ -5,7 +5,7 @@ import { type DatastoreIndex, EarlyBody } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
-import { CLIENT_TURN, type ClientTurn, type LockOptions, type DatastoreLock, withLock } from './lock';
+import { CLIENT_TURN, type LockOptions, type DatastoreLock, withLock } from './lock';
 import type { Plan, Planner, PublishEvent, PublishOutcome, PublishRunOptions } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
@@ -59,9 +59,6 @@ function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
   if (a.state === 'absent') return true;
   return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
 }
-
-/** A retry after a lost race leaves waiting clients their turn whatever held the lock before. */
-const RETRY_TURN: ClientTurn = { afterMs: 0, ms: CLIENT_TURN.ms };
 
 function jitter(attempt: number): number {
   const cap = Math.min(2000, 50 * 2 ** attempt);
@@ -174,10 +171,10 @@ class Publication<F> {
     let opening: Opening<F> | undefined = this.opening(planned);
     for (let attempt = 0; ; attempt++) {
       // Each try holds the lock for itself alone: the race was lost to a writer that does not take the lock,
-      // so waiting out the next try under it would only keep out the clients that do. A retry takes the lock
-      // anew only after a waiting client has had its turn.
-      const options = attempt === 0 ? this.lockOptions : { ...this.lockOptions, clientTurn: RETRY_TURN };
-      const tried = await withLock(this.store, lockKeyOf(this.scope.root), options, (lock) => this.tryOnce(lock, opening, readAgain));
+      // so waiting out the next try under it would only keep out the clients that do.
+      const tried = await withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, (lock) =>
+        this.tryOnce(lock, opening, readAgain),
+      );
       opening = undefined;
       if (tried.status !== 'conflict') return tried;
       this.conflicts++;
@@ -189,7 +186,9 @@ class Publication<F> {
           'Other writers keep changing it (current swamp clients push without the lock through the serve handler, each write merging theirs): retry later; if it persists, S3 server access logs name the writer',
         );
       }
-      await sleep(jitter(attempt));
+      // A client waiting for the lock takes its turn meanwhile; what is read after the wait is then as
+      // fresh as it can be when the lock is taken again.
+      await sleep(Math.max(jitter(attempt), CLIENT_TURN.ms));
       // Where a read before the lock stands (see `rereadUnderLock`), the next try reads and plans before it
       // takes the lock, as the first did: the write is conditioned on that read, so the lock is held for
       // the write, not for a whole read and plan.
