@@ -4,10 +4,25 @@
  * layout changed since is still read as its manifest says (the hint costs a round trip, never a wrong read).
  */
 import { INDEX_KEY, SHARD_META_KEY } from '../../lambda/lib/names';
-import type { S3Store } from '../../lambda/lib/s3';
+import { S3Store } from '../../lambda/lib/s3';
+import type { GetOptions } from '../../lambda/lib/s3-types';
 import { readLiveIndex } from '../../lambda/lib/layouts/read';
 import { indexEntry, shardMeta } from '../helpers/factories';
-import { connectStore, deleteObject, putIndex, putObject, putShardLayout, testStore } from '../helpers/s3';
+import { connectStore, deleteObject, putIndex, putObject, putShardLayout, testClient, testStore } from '../helpers/s3';
+
+/** A store that notes, in order, each GET it sends and each answer it gets (`sent <key>`, `answered <key>`). */
+class GetOrderStore extends S3Store {
+  readonly order: string[] = [];
+
+  override async get(key: string, options?: GetOptions): ReturnType<S3Store['get']> {
+    this.order.push(`sent ${key}`);
+    try {
+      return await super.get(key, options);
+    } finally {
+      this.order.push(`answered ${key}`);
+    }
+  }
+}
 
 const a = indexEntry('files/a.txt', { size: 3 });
 const b = indexEntry('files/b.txt', { size: 5 });
@@ -69,5 +84,28 @@ describe('the layout hint of readLiveIndex', () => {
     await deleteObject(seed, SHARD_META_KEY);
     const back = await readCounted(store, seed.bucket);
     expect(back).toEqual({ gets: 2, layout: 'monolith', keys: ['files/a.txt'] });
+  });
+
+  it("reads a delta's partition files alongside the manifest once the scope was seen shard-first, and drops them when it no longer is", async () => {
+    const seed = await testStore();
+    await putShardLayout(seed, '', [a, b], shardMeta(['files']));
+    const store = new GetOrderStore(testClient(), seed.bucket);
+    const scope = { root: { bucket: seed.bucket, prefix: '' } };
+    const delta = { partitions: new Set(['files']) };
+    await readLiveIndex(store, scope);
+
+    // Seen shard-first: the partition file is asked before the manifest has answered.
+    store.order.length = 0;
+    const live = await readLiveIndex(store, scope, delta);
+    expect(live).toMatchObject({ layout: 'shard-first', state: 'valid' });
+    expect(live.state === 'valid' && [...live.index.entries.keys()].sort()).toEqual(['files/a.txt', 'files/b.txt']);
+    expect(store.order.indexOf('sent _index/files.json')).toBeLessThan(store.order.indexOf('answered _index/_meta.json'));
+
+    // The manifest is gone: the read is the monolith's, whatever file was read ahead.
+    await deleteObject(seed, SHARD_META_KEY);
+    await putIndex(seed, INDEX_KEY, [a]);
+    const back = await readLiveIndex(store, scope, delta);
+    expect(back).toMatchObject({ layout: 'monolith', state: 'valid' });
+    expect(back.state === 'valid' && [...back.index.entries.keys()]).toEqual(['files/a.txt']);
   });
 });

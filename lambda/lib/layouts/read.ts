@@ -8,6 +8,7 @@ import { type ShardMeta, readManifest, salvageManifest } from './manifest';
 import { withUnfinishedMirror } from './mirror';
 import { type MirrorCheck, checkMirror, readMirrorAhead } from './mirror-check';
 import { type SpeculativeRead, speculativeGet } from './objects';
+import { readFilesAhead } from './shard-read';
 import { readShards, readShardsPartially } from './shards';
 import {
   type KnownIndex,
@@ -70,6 +71,10 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   let monolith: SpeculativeRead | undefined =
     store.layoutsSeen.get(metaKey) === 'shard-first' ? undefined : speculativeGet(store, key, indexOptions);
   const monolithRead = (): SpeculativeRead => (monolith ??= speculativeGet(store, key, indexOptions));
+  // A delta of a scope last seen shard-first reads its partition files alongside the manifest, not after
+  // it: a round trip sooner. They are dropped when the manifest says otherwise.
+  const ahead =
+    options.partitions && !shardPartitions && monolith === undefined ? readFilesAhead(store, scope, options.partitions) : undefined;
   let layout: LiveLayout = { layout: 'monolith' };
   try {
     const metaObject = await store.get(metaKey);
@@ -124,7 +129,7 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
       monolith?.drop();
       const partial =
         options.partitions && !shardPartitions
-          ? await readShardsPartially(store, scope, read.meta, metaObject, options.partitions)
+          ? await readShardsPartially(store, scope, read.meta, metaObject, options.partitions, ahead)
           : undefined;
       if (partial) return partial;
       // Without a listing, the unlisted files a delta touches are the orphans it can see: read, their entries can be adopted.
@@ -140,6 +145,9 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
     // The manifest's error (or the shards') is the one to report, whatever became of the monolith's read.
     monolith?.drop();
     throw err;
+  } finally {
+    // Used by now where the manifest said shard-first; not wanted anywhere else.
+    ahead?.drop();
   }
   if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolithRead());
   const checking = layout.layout === 'dual-write' && layout.mirror && !layout.badManifest ? options.mirrors : undefined;

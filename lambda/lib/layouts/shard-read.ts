@@ -35,6 +35,8 @@ export interface PartitionFileRead {
    * are left out, as a write would leave them.
    */
   readonly others?: boolean;
+  /** Stops the read (see `readFilesAhead`). */
+  readonly abortSignal?: AbortSignal;
 }
 
 /** Reads one partition file (see `PartitionFileRead`); one that does not parse keeps its sound entries. */
@@ -46,7 +48,7 @@ export async function readPartitionFile(
 ): Promise<PartitionFile> {
   const { known } = read;
   const key = partitionKeyOf(scope, partition);
-  const object = await store.get(key, { ifNoneMatch: known?.etag });
+  const object = await store.get(key, { ifNoneMatch: known?.etag, abortSignal: read.abortSignal });
   if (!object) return { entries: new Map() };
   if (known && (object.notModified || object.etag === known.etag)) return { entries: known.entries, etag: known.etag };
   const parsed = parseIndex(object.body);
@@ -60,6 +62,27 @@ export async function readPartitionFile(
   const bad = { key, reason: `shard ${partition}: ${parsed.reason}`, bytes: object.body, etag: object.etag, version: parsed.version };
   // A file whose entries are mostly sound keeps them (and their client fields) through its rewrite.
   return { entries: kept(parsed.salvaged?.entries ?? new Map<string, IndexEntry>()), ...found, bad };
+}
+
+/** Partition files read before the manifest said the scope is shard-first: `files` by partition, or `drop` them. */
+export interface FilesAhead {
+  readonly files: ReadonlyMap<string, Promise<PartitionFile>>;
+  drop(): void;
+}
+
+/**
+ * Reads these partitions' files now, as clients would (entries of other partitions kept), to be used once
+ * the manifest says shard-first (see `ShardRead.ahead`); a failure surfaces only where a file is used.
+ */
+export function readFilesAhead(store: S3Store, scope: IndexScope, partitions: Iterable<string>): FilesAhead {
+  const controller = new AbortController();
+  const files = new Map<string, Promise<PartitionFile>>();
+  for (const partition of partitions) {
+    const file = readPartitionFile(store, scope, partition, { others: true, abortSignal: controller.signal });
+    file.catch(() => undefined);
+    files.set(partition, file);
+  }
+  return { files, drop: () => controller.abort() };
 }
 
 /** A shard-first manifest as read: what it says, and its object (ETag, time). */
@@ -98,6 +121,8 @@ export interface ShardRead {
   readonly record: boolean;
   /** Files read at once; all at once by default. */
   readonly atOnce?: number;
+  /** Files already being read, as `others` asks (see `readFilesAhead`): used instead of reading them again. */
+  readonly ahead?: FilesAhead;
 }
 
 /**
@@ -129,7 +154,8 @@ export async function readShardFiles(
     mapLimit(
       read.partitions,
       read.atOnce ?? Number.POSITIVE_INFINITY,
-      async (p) => [p, await readPartitionFile(store, scope, p, { known: known?.files.get(p), others })] as const,
+      async (p) =>
+        [p, await (read.ahead?.files.get(p) ?? readPartitionFile(store, scope, p, { known: known?.files.get(p), others }))] as const,
     ),
   ]);
   const { meta, object } = manifest === 'alongside' ? stillShardFirst(scope, metaObject) : manifest;

@@ -8,7 +8,7 @@ import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import type { ShardMeta } from './manifest';
 import { conditionFor } from './objects';
-import { readShardFiles } from './shard-read';
+import { type FilesAhead, readShardFiles } from './shard-read';
 import type { IndexWriteResult, LiveIndex, WriteOptions } from './types';
 
 /**
@@ -35,7 +35,8 @@ export async function readShards(
 /**
  * Reads the manifest's view of some partitions only (those a delta touches): their files, with ETags; the
  * publish record is left for a write to ask (see `ShardState.recordUnread`). Undefined when that is not
- * enough to write safely, and the whole index must be read (see `ShardRead.strict`).
+ * enough to write safely, and the whole index must be read (see `ShardRead.strict`). `ahead`: files
+ * read before the manifest (see `readFilesAhead`).
  */
 export async function readShardsPartially(
   store: S3Store,
@@ -43,12 +44,13 @@ export async function readShardsPartially(
   meta: ShardMeta,
   metaObject: StoredObject,
   partitions: ReadonlySet<string>,
+  ahead?: FilesAhead,
 ): Promise<LiveIndex | undefined> {
   return readShardFiles(
     store,
     scope,
     { meta, object: metaObject },
-    { partitions: [...partitions].sort(), partial: partitions, orphans: false, strict: true, others: true, record: false },
+    { partitions: [...partitions].sort(), partial: partitions, orphans: false, strict: true, others: true, record: false, ahead },
   );
 }
 
