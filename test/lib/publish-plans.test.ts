@@ -16,6 +16,7 @@ import { indexEntry } from '../helpers/factories';
 import { signal } from '../helpers/signal';
 import {
   connectStore,
+  hookedStore,
   putIndex,
   putObject,
   readIndex,
@@ -209,39 +210,6 @@ describe('publishIndex round trips', () => {
 });
 
 describe('publishIndex after a lost race', () => {
-  /**
-   * A store that knows when it holds the root's lock, and lets a lockless client push the monolith just
-   * before its first write of it, so that write loses its race.
-   */
-  class RacedStore extends S3Store {
-    held = false;
-    private raced = false;
-
-    constructor(
-      bucket: string,
-      private readonly indexKey: string,
-      private readonly lockKey: string,
-      private readonly push: () => Promise<unknown>,
-    ) {
-      super(testClient(), bucket);
-    }
-
-    override async put(...args: Parameters<S3Store['put']>): ReturnType<S3Store['put']> {
-      if (args[0] === this.indexKey && !this.raced) {
-        this.raced = true;
-        await this.push();
-      }
-      const result = await super.put(...args);
-      if (args[0] === this.lockKey && result.status === 'written') this.held = true;
-      return result;
-    }
-
-    override async delete(...args: Parameters<S3Store['delete']>): ReturnType<S3Store['delete']> {
-      if (args[0] === this.lockKey) this.held = false;
-      return super.delete(...args);
-    }
-  }
-
   it.each(['monolith', 'dual-write'] as const)(
     'reads and plans a %s root again before it takes the lock anew, so the lock is held only to write',
     async (layout) => {
@@ -256,16 +224,24 @@ describe('publishIndex after a lost race', () => {
         const now = await readIndex(client, indexKey);
         await putIndex(client, indexKey, [...now!.entries.values(), indexEntry('data/client')]);
       };
-      const raced = new RacedStore(store.bucket, indexKey, 'p/.datastore.lock', push);
+      let raced = false;
+      const racing = hookedStore(store.bucket, {
+        async beforePut(key) {
+          if (raced || key !== indexKey) return;
+          raced = true;
+          await push();
+        },
+      });
       const planner = adding('data/a');
+      // Whether the root's lock object stood while each plan was made (no one else takes it in this test).
       const heldWhilePlanning: boolean[] = [];
       const plan: Planner<undefined> = async (live) => {
-        heldWhilePlanning.push(raced.held);
+        heldWhilePlanning.push((await store.head('p/.datastore.lock')) !== undefined);
         return planner.plan(live);
       };
 
       // WHEN an entry is published
-      const outcome = await publishIndex(raced, scope, plan, { convergeRounds: 0 });
+      const outcome = await publishIndex(racing, scope, plan, { convergeRounds: 0 });
 
       // THEN the first write lost, the second stands, and neither plan was made under the lock
       expect(outcome).toMatchObject({ writes: 1, conflicts: 1 });
