@@ -68,13 +68,12 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   // The monolith is read alongside the manifest (one round trip, not two); when the manifest says
   // shard-first it is aborted, so a stale monolith is not downloaded. A scope last seen shard-first would
   // waste that read: it starts only once the manifest says it is needed (a wrong hint costs a round trip).
-  let monolith: SpeculativeRead | undefined =
-    store.layoutsSeen.get(metaKey) === 'shard-first' ? undefined : speculativeGet(store, key, indexOptions);
+  const seenShardFirst = store.layoutsSeen.get(metaKey) === 'shard-first';
+  let monolith: SpeculativeRead | undefined = seenShardFirst ? undefined : speculativeGet(store, key, indexOptions);
   const monolithRead = (): SpeculativeRead => (monolith ??= speculativeGet(store, key, indexOptions));
   // A delta of a scope last seen shard-first reads its partition files alongside the manifest, not after
   // it: a round trip sooner. They are dropped when the manifest says otherwise.
-  const ahead =
-    options.partitions && !shardPartitions && monolith === undefined ? readFilesAhead(store, scope, options.partitions) : undefined;
+  const ahead = options.partitions && !shardPartitions && seenShardFirst ? readFilesAhead(store, scope, options.partitions) : undefined;
   let layout: LiveLayout = { layout: 'monolith' };
   try {
     const metaObject = await store.get(metaKey);
