@@ -212,9 +212,8 @@ class ParallelListing {
   }
 
   /** A delimiter listing of `folder` after `from`: one page of its sub-folders (and objects). */
-  private async probe(folder: string, from: string | undefined): Promise<ListPage> {
-    await this.slots.acquire('probe');
-    try {
+  private probe(folder: string, from: string | undefined): Promise<ListPage> {
+    return this.slots.run(async () => {
       if (this.stopped) return { objects: [], prefixes: [] };
       const startAfter = from !== undefined && compareKeys(from, folder) > 0 ? from : undefined;
       // A probe's objects only tell where to cut.
@@ -222,15 +221,15 @@ class ParallelListing {
       const first = await pages.next();
       await pages.return(undefined);
       return first.done ? { objects: [], prefixes: [] } : first.value;
-    } finally {
-      this.slots.release();
-    }
+    }, 'probe');
   }
 
   /**
    * Cuts the rest of a slice into new slices: at sub-folders it already knows of, or found by probing around
    * its position. `descending`: the slice is a full page into a folder whose siblings it just cut at, so
    * its rest is big: it may be cut in up to half as many pieces as slices are wanted, however many run.
+   * Under a window, a wide folder's rest is cut in as many pieces as slices are wanted, however many run:
+   * only the slices within the window list, so long pieces would leave request slots idle.
    */
   private async split(slice: Slice, descending = false): Promise<void> {
     const segment = slice.segments[0];
@@ -241,6 +240,7 @@ class ParallelListing {
       return (lo === undefined || compareKeys(bound, lo) > 0) && (hi === undefined || compareKeys(bound, hi) < 0);
     };
     const want = (): number => Math.max(descending ? Math.ceil(this.target / 2) : 1, this.target - this.listing());
+    const restPieces = (): number => (Number.isFinite(this.window()) ? this.target : want());
     const known = slice.hints?.children.filter(inside) ?? [];
     if (known.length > 0) {
       const fine = spread(known, Math.min(want(), piecesOf(known.length, slice.hints!.folder, slice.recent, this.pageSize)));
@@ -293,7 +293,7 @@ class ParallelListing {
       }
       // A wide folder's rest, judged from the probe: its pieces are cut again only once they run long.
       const rest =
-        coarse.length === 0 && fine.length === 0 && top ? folderRestCuts(slice, folders[0], top, this.pageSize, want(), inside) : [];
+        coarse.length === 0 && fine.length === 0 && top ? folderRestCuts(slice, folders[0], top, this.pageSize, restPieces(), inside) : [];
       if (rest.length > 0) fine = rest;
       if (coarse.length === 0 && fine.length === 0) {
         // Nothing to cut at these levels: look deeper next time, or, in a folder of objects only, extrapolate.

@@ -103,6 +103,16 @@ export class Slots {
     return new Promise((resolve) => this.queues[TURNS.indexOf(turn)].push(resolve));
   }
 
+  /** Runs `work` in a slot, given back when it settles. */
+  async run<T>(work: () => Promise<T>, turn: SlotTurn = 'slice'): Promise<T> {
+    await this.acquire(turn);
+    try {
+      return await work();
+    } finally {
+      this.release();
+    }
+  }
+
   release(): void {
     for (let i = 0; i < TURNS.length; i++) {
       const queue = this.queues[i];
