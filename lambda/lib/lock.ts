@@ -165,6 +165,14 @@ export class DatastoreLock {
   }
 
   /**
+   * Waits out the client's turn a take of `key` with these options would wait for first, if one is owed,
+   * so that work the take would hold meanwhile can be gathered after it.
+   */
+  static async giveTurn(store: S3Store, key: string, options: LockOptions = {}): Promise<void> {
+    await DatastoreLock.turn(store, key, options, options.registry ?? processLocks);
+  }
+
+  /**
    * Waits out a client's turn when this program has held the lock, taken back each time at once, for the
    * turn's `afterMs`; returns when the run of holds the coming take continues began.
    */

@@ -13,8 +13,9 @@ import type { IndexEntry, ListedObject } from './index-file';
 import { compareKeys } from './key-space';
 import { isRefusedKey, partitionFolder, partitionPlaces } from './keys';
 import { type PartitionFile, type ShardBase, readPartitionFile, readShardChunk } from './layouts/shard-chunk';
+import { DatastoreLock } from './lock';
 import type { MemoryGuard } from './memory';
-import { scopeBase } from './names';
+import { lockKeyOf, scopeBase } from './names';
 import { Slots } from './parallel-slices';
 import { publishIndex } from './publish';
 import type { S3Store } from './s3';
@@ -87,6 +88,9 @@ export class PartitionHeal {
   private readonly forced = new Set<string>();
   private flushing: Promise<void> = Promise.resolve();
   private committing = false;
+  /** Set once nothing more will be judged in this run: a commit that then takes every change kept is the last. */
+  private judged = false;
+  private turning = false;
   /** Listing steps waiting for a commit to end. */
   private waiters: (() => void)[] = [];
   private readonly tally: HealTally;
@@ -166,7 +170,7 @@ export class PartitionHeal {
           this.wake();
         });
     }
-    while (this.committing && (this.pendingCount >= this.chunkEntries() || this.held >= this.chunkEntries()))
+    while (this.committing && (this.pendingCount >= (this.turning ? 2 : 1) * this.chunkEntries() || this.held >= this.chunkEntries()))
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     this.rethrow();
   }
@@ -189,6 +193,7 @@ export class PartitionHeal {
       await this.judge(unit, null);
       if (this.pendingCount >= this.chunkEntries()) await this.flush(false);
     });
+    this.judged = true;
     await this.flush(true);
     this.rethrow();
     return this.tally.report(this.scope);
@@ -202,6 +207,7 @@ export class PartitionHeal {
   async pause(): Promise<PausedPartitions> {
     await Promise.allSettled(this.judging);
     this.rethrow();
+    this.judged = true;
     await this.flush(true);
     this.rethrow();
     return {
@@ -237,14 +243,7 @@ export class PartitionHeal {
   }
 
   private read(partition: string): Promise<PartitionFile> {
-    const read = (async () => {
-      await this.reads.acquire();
-      try {
-        return await readPartitionFile(this.store, this.scope, partition);
-      } finally {
-        this.reads.release();
-      }
-    })();
+    const read = this.reads.run(() => readPartitionFile(this.store, this.scope, partition));
     read.catch(() => undefined);
     return read;
   }
@@ -349,6 +348,9 @@ export class PartitionHeal {
     if (this.options.mode === 'check') return;
     const limit = this.chunkEntries();
     while (all ? this.pending.size > 0 || this.forced.size > 0 : this.pendingCount >= this.startAt()) {
+      // A turn owed to clients is given before the chunk is taken, not at its lock, so the chunk takes what
+      // was judged meanwhile. None is given before the last commit: once it is released, the lock stays free.
+      if (!this.judged || this.pendingCount > limit) await this.giveTurn();
       const chunk = new Map<string, Map<string, Change>>();
       let count = 0;
       for (const [partition, changes] of this.pending) {
@@ -368,12 +370,25 @@ export class PartitionHeal {
     }
   }
 
-  /** One publish of the partitions a chunk touches (see `readShardChunk`). */
+  /** Waits out a turn owed to clients at the lock; no commit holds a chunk meanwhile, so the listing may keep two. */
+  private async giveTurn(): Promise<void> {
+    this.turning = true;
+    this.wake();
+    try {
+      await DatastoreLock.giveTurn(this.store, lockKeyOf(this.scope.root), this.run.publishOptions(this.scope).lock);
+    } finally {
+      this.turning = false;
+    }
+  }
+
+  /** One publish of the partitions a chunk touches (see `readShardChunk`); clients' turn was given before it (see `commitKept`). */
   private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
     const planner = chunkPlanner(this.store, this.scope, changes, this.run.concurrency);
+    const options = this.run.publishOptions(this.scope);
     const outcome = await publishIndex(this.store, this.scope, planner, {
-      ...this.run.publishOptions(this.scope),
+      ...options,
+      lock: { ...options.lock, clientTurn: undefined },
       read: (known) => readShardChunk(this.store, this.scope, touched, known),
     });
     this.tally.committed(outcome, Date.now() - started);

@@ -8,6 +8,7 @@ import type { IndexEntry } from '../../lambda/lib/index-file';
 import type { Lister } from '../../lambda/lib/list';
 import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
 import { healRoot } from '../../lambda/lib/heal';
+import { type LockClock, systemClock } from '../../lambda/lib/lock-clock';
 import { parallelLister } from '../../lambda/lib/parallel-list';
 import { partitionOf } from '../../lambda/lib/keys';
 import { type ResumableRepairResult, repairResumable } from '../../lambda/lib/repair';
@@ -285,6 +286,40 @@ describe('a full heal of a shard-first root, partition by partition', () => {
 
     // Not all at the end: some commit landed while pages were still to come.
     expect(seen.slice(0, -1).some((seq) => seq > meta.commitSeq)).toBe(true);
+    expect(await partitionsNow(store)).toEqual(truth());
+  });
+
+  it('gives waiting clients a turn at the lock between its commits, but not before the last one', async () => {
+    const { store, root } = await shardFirstRoot();
+    const turnMs = 1_500;
+    // Time that runs on when slept in, at once: the turns are counted, not waited for.
+    let ahead = 0;
+    const turns: number[] = [];
+    const clock: LockClock = {
+      now: () => Date.now() + ahead,
+      sleep: async (ms) => {
+        if (ms > turnMs / 2) turns.push(ms);
+        ahead += ms;
+      },
+      every: systemClock.every,
+    };
+    let takes = 0;
+    const counting = hookedStore(store.bucket, {
+      beforePut: async (key, conditional) => {
+        if (key === `${BASE}.datastore.lock` && conditional) takes++;
+      },
+    });
+
+    await healRoot(counting, root, {
+      mode: 'repair',
+      chunkEntries: 3,
+      lister: parallelLister({ pageSize: 2 }),
+      publish: { lock: { clientTurn: { afterMs: 0, ms: turnMs }, clock } },
+    });
+
+    expect(takes).toBeGreaterThan(2);
+    // None before the first take (nothing was released yet), one before every other but the last.
+    expect(turns).toHaveLength(takes - 2);
     expect(await partitionsNow(store)).toEqual(truth());
   });
 
