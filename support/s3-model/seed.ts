@@ -256,11 +256,17 @@ export function seedBucket(bucket: Bucket, options: SeedOptions): SeedResult {
       emit(stem, group);
       continue;
     }
-    // One id per stratum of [0, 2^48): rising, spread over the whole range
-    // (so the leading hex digit splits a group evenly), 12 hex digits wide.
-    const stratum = 2 ** 48 / group.quota;
-    const end = made + group.quota;
-    for (let k = 0; made < end; k++) {
+    // One id per stratum of [0, 2^48), a stratum per entity: rising, spread over the whole range (so the
+    // leading hex digit splits a group evenly), 12 hex digits wide. Each entity's versions are drawn first,
+    // so that there are as many strata as entities.
+    const versions: number[] = [];
+    for (let left = group.quota; left > 0; ) {
+      const v = Math.min(left, 1 + Math.floor(random() * group.suffixes.length));
+      versions.push(v);
+      left -= v;
+    }
+    const stratum = 2 ** 48 / versions.length;
+    for (let k = 0; k < versions.length; k++) {
       // Two draws: one has only 32 bits, too few to fill 48.
       const offset = random() + random() / 4294967296;
       const entity =
@@ -268,8 +274,7 @@ export function seedBucket(bucket: Bucket, options: SeedOptions): SeedResult {
         Math.floor((k + offset) * stratum)
           .toString(16)
           .padStart(12, '0');
-      const versions = 1 + Math.floor(random() * group.suffixes.length);
-      for (let v = 0; v < versions && made < end; v++) emit(entity + group.suffixes[v], group);
+      for (let v = 0; v < versions[k]; v++) emit(entity + group.suffixes[v], group);
     }
   }
   bucket.putMany(keys, objects);

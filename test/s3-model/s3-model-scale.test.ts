@@ -101,6 +101,14 @@ describe('S3 model at scale', () => {
     expect(result.count).toBe(SEEDED);
   });
 
+  it("spreads each model folder's ids over the whole hex range, whatever its objects' versions", async () => {
+    // Seeded by the test above: ec2 objects have up to three versions each.
+    const { keys } = await listAllRaw(model.endpoint, 'scale', 'data/aws/ec2/');
+    const leading = new Set(keys.map((key) => key.slice('data/aws/ec2/ec2-'.length)[0]));
+    expect(keys.length).toBeGreaterThan(1000);
+    expect([...leading].sort().join('')).toBe('0123456789abcdef');
+  });
+
   it('lists 100,000 keys with 16 concurrent prefix listings as one sequential listing does (both timed and printed)', async () => {
     // The flat layout splits evenly under obj/0 ... obj/f: 16 prefixes, 16 workers.
     const { child, endpoint, stderr } = await startCli([
