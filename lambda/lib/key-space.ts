@@ -57,10 +57,13 @@ class KeyScale {
     });
   }
 
-  /** The alphabet of the suffixes of `keys` after `folder`. */
+  /** The alphabet of the suffixes of `keys` after `folder`, in the digits a fraction reads (a name's suffix past them would only widen it). */
   static of(folder: string, keys: readonly string[]): KeyScale {
     const units = new Set<number>();
-    for (const key of keys) for (let i = folder.length; i < key.length; i++) units.add(key.charCodeAt(i));
+    for (const key of keys) {
+      const end = Math.min(key.length, folder.length + FRACTION_DIGITS);
+      for (let i = folder.length; i < end; i++) units.add(key.charCodeAt(i));
+    }
     return new KeyScale(
       folder,
       [...units].sort((a, b) => a - b),
@@ -101,13 +104,24 @@ class KeyScale {
 }
 
 /**
+ * What `first` and `last` (names or keys under `folder`, in order) share, back to a separator: the stem of a
+ * run of names such as `run-<id>.log`, whose id's first characters may have only begun to vary in one page.
+ */
+export function runStem(folder: string, first: string, last: string): string {
+  let stem = first.slice(0, sharedLength(first, last));
+  while (stem.length > folder.length && /[0-9A-Za-z]$/.test(stem)) stem = stem.slice(0, -1);
+  return stem.length < folder.length ? folder : stem;
+}
+
+/**
  * Boundaries past `keys` (consecutive keys of a folder of objects, as a probe returned them): the last of
  * them, then points further on, each as far again as `pages` times the stretch those keys covered, read
- * as fractions over the alphabet their suffixes use. Where keys are spread evenly (hashes, counters,
- * timestamps) each new slice then holds about `pages` pages; where they are not, a later cut corrects it.
+ * as fractions over the alphabet their suffixes use after the stem they share (`runStem`), so no
+ * boundary falls past the end of their run. Where keys are spread evenly (hashes, counters, timestamps)
+ * each new slice then holds about `pages` pages; where they are not, a later cut corrects it.
  */
 export function extrapolate(folder: string, keys: readonly string[], pages: number, count: number): string[] {
-  const scale = KeyScale.of(folder, keys);
+  const scale = KeyScale.of(runStem(folder, keys[0], keys[keys.length - 1]), keys);
   const first = scale.fraction(keys[0]);
   const last = scale.fraction(keys[keys.length - 1]);
   const step = (last - first) * pages;

@@ -1,5 +1,5 @@
 /** Where a parallel listing cuts a slice: pure reckoning on the slice's position and the keys it has seen, no request. */
-import { MIN_SLICE_PAGES, childCounts, commonFolder, compareKeys, cutRest, sharedLength } from './key-space';
+import { MIN_SLICE_PAGES, childCounts, commonFolder, compareKeys, cutRest, runStem, sharedLength } from './key-space';
 import { type Hints, type Segment, type Slice, endOf } from './parallel-slices';
 import type { ListPage } from './s3-types';
 
@@ -74,9 +74,7 @@ export function folderRestCuts(
   const held = childCounts(folder, slice.recent);
   if (held.children === 0) return [];
   const pages = (names.length * held.keys) / held.children / pageSize;
-  // Back to the last separator the names share: the id after it has only begun to vary in one page.
-  let stem = names[0].slice(0, sharedLength(names[0], names[names.length - 1]));
-  while (stem.length > folder.length && /[0-9A-Za-z]$/.test(stem)) stem = stem.slice(0, -1);
+  const stem = runStem(folder, names[0], names[names.length - 1]);
   return [...new Set(cutRest(stem, names, MIN_SLICE_PAGES / pages, count, endOf(slice.segments[0])))].filter(inside);
 }
 

@@ -5,7 +5,7 @@
  */
 import type { ListOptions, ListPage } from '../../lambda/lib/s3-types';
 import type { S3Store } from '../../lambda/lib/s3';
-import { compareKeys, cutRest } from '../../lambda/lib/key-space';
+import { compareKeys, cutRest, extrapolate } from '../../lambda/lib/key-space';
 import { healRoot } from '../../lambda/lib/heal';
 import { isRefusedKey } from '../../lambda/lib/keys';
 import { listScopes, sequentialLister } from '../../lambda/lib/list';
@@ -176,6 +176,23 @@ describe('compareKeys', () => {
     const utf8 = (s: string): Buffer => Buffer.from(s, 'utf8');
     const sorted = [...BOUNDARY_KEYS].sort(compareKeys);
     expect(sorted).toEqual([...BOUNDARY_KEYS].sort((a, b) => Buffer.compare(utf8(a), utf8(b))));
+  });
+});
+
+describe('extrapolate', () => {
+  it('cuts past a page of run-named files only within their run, where files of the run can still be', () => {
+    // GIVEN the last page of a folder of 4,000 files named run-<hash>.log
+    const r = random(11);
+    const all = Array.from({ length: 4000 }, () => `f/run-${hex(r() * 2 ** 32)}.log`).sort(compareKeys);
+    const page = all.slice(3800, 3900);
+
+    // WHEN the folder is cut past it into pieces of two such pages
+    const bounds = extrapolate('f/', page, 2, 16);
+
+    // THEN every bound but the page's last key stays within the run: none lists the empty space after it
+    expect(bounds[0]).toBe(page[page.length - 1]);
+    for (const bound of bounds) expect(bound.startsWith('f/run-')).toBe(true);
+    expect(bounds.length).toBeLessThan(4);
   });
 });
 
