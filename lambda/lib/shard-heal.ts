@@ -381,7 +381,7 @@ export class PartitionHeal {
     }
   }
 
-  /** One publish of the partitions a chunk touches (see `readShardChunk`); clients' turn was given before it (see `commitKept`). */
+  /** One publish of the partitions a chunk touches (see `readShardChunk`); its lock waits for no turn, given before the chunk if owed (see `commitKept`). */
   private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
     const planner = chunkPlanner(this.store, this.scope, changes, this.run.concurrency);
