@@ -16,13 +16,27 @@ export interface Change {
 }
 
 /**
+ * The changes kept for one partition: entries its file lacked, each the listed object's entry, held
+ * without a wrapper or a key of their own (they are most of a heal's changes); and the rest by key.
+ */
+export interface PartitionChanges {
+  readonly added: IndexEntry[];
+  readonly changed: Map<string, Change>;
+}
+
+/** The number of entries `changes` changes. */
+export function changeCount(changes: PartitionChanges): number {
+  return changes.added.length + changes.changed.size;
+}
+
+/**
  * Applies kept changes to a read of their partitions: an entry still as judged takes its change; one
  * another writer changed since (or one already changed so) is settled by what S3 says now.
  */
 export function chunkPlanner(
   store: S3Store,
   scope: IndexScope,
-  changes: ReadonlyMap<string, ReadonlyMap<string, Change>>,
+  changes: ReadonlyMap<string, PartitionChanges>,
   concurrency: number,
 ): (live: LiveIndex) => Promise<Plan<null>> {
   return async (live) => {
@@ -30,18 +44,20 @@ export function chunkPlanner(
     const next: DatastoreIndex = cloneIndex(current);
     let changed = false;
     const doubtful: string[] = [];
-    for (const partitionChanges of changes.values()) {
-      for (const [key, change] of partitionChanges) {
-        const now = current.entries.get(key);
-        if (sameEntry(now, change.after)) continue;
-        if (!sameEntry(now, change.before)) {
-          doubtful.push(key);
-          continue;
-        }
-        if (change.after) next.entries.set(key, change.after);
-        else next.entries.delete(key);
-        changed = true;
+    const apply = (key: string, before: IndexEntry | undefined, after: IndexEntry | undefined): void => {
+      const now = current.entries.get(key);
+      if (sameEntry(now, after)) return;
+      if (!sameEntry(now, before)) {
+        doubtful.push(key);
+        return;
       }
+      if (after) next.entries.set(key, after);
+      else next.entries.delete(key);
+      changed = true;
+    };
+    for (const { added, changed: others } of changes.values()) {
+      for (const entry of added) apply(entry.key, undefined, entry);
+      for (const [key, change] of others) apply(key, change.before, change.after);
     }
     const base = scopeBase(scope);
     await mapLimit(doubtful, concurrency, async (key) => {

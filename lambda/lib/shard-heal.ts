@@ -20,7 +20,7 @@ import { Slots } from './parallel-slices';
 import { publishIndex } from './publish';
 import type { S3Store } from './s3';
 import { type IndexScope, describeScope } from './scope';
-import { type Change, chunkPlanner } from './shard-heal-plan';
+import { type PartitionChanges, changeCount, chunkPlanner } from './shard-heal-plan';
 import { HealTally, type SavedTally } from './shard-heal-tally';
 
 /** Where the listing stands: a key it has reached, or `null` once it has ended. */
@@ -81,7 +81,7 @@ export class PartitionHeal {
   private readonly judging = new Set<Promise<void>>();
   private failure: unknown;
   private readonly reads = new Slots(16);
-  private readonly pending = new Map<string, Map<string, Change>>();
+  private readonly pending = new Map<string, PartitionChanges>();
   private pendingCount = 0;
   /** Listed objects of partitions open or being judged: a partition grows past a chunk only while nothing commits. */
   private held = 0;
@@ -317,18 +317,18 @@ export class PartitionHeal {
     // An unreadable file is replaced (its copy kept first) in the same commit as its changes, even with none.
     if (file.bad) this.forced.add(partition);
     let changes = this.pending.get(partition);
+    // Keys are listed once, and a file's entries judged once: no key comes twice.
     if (!changes) {
-      changes = new Map();
+      changes = { added, changed: new Map() };
       this.pending.set(partition, changes);
-    }
-    for (const entry of added) changes.set(entry.key, { after: entry });
-    for (const key of stale) changes.set(key, { before: file.entries.get(key) });
+    } else for (const entry of added) changes.added.push(entry);
+    for (const key of stale) changes.changed.set(key, { before: file.entries.get(key) });
     for (const { key } of resized) {
       const entry = file.entries.get(key)!;
-      changes.set(key, { before: entry, after: resizedEntry(entry, byKey!.get(key)!) });
+      changes.changed.set(key, { before: entry, after: resizedEntry(entry, byKey!.get(key)!) });
     }
     this.pendingCount += missing.length + stale.length + resized.length;
-    if (changes.size === 0) this.pending.delete(partition);
+    if (changeCount(changes) === 0) this.pending.delete(partition);
   }
 
   /** Commits the changes kept so far a chunk at a time, all of them or (not `all`) while a commit is worth starting; commits never overlap. */
@@ -351,12 +351,13 @@ export class PartitionHeal {
       // A turn owed to clients is given before the chunk is taken, not at its lock, so the chunk takes what
       // was judged meanwhile. None is given before the last commit: once it is released, the lock stays free.
       if (!this.judged || this.pendingCount > limit) await this.giveTurn();
-      const chunk = new Map<string, Map<string, Change>>();
+      const chunk = new Map<string, PartitionChanges>();
       let count = 0;
       for (const [partition, changes] of this.pending) {
-        if (count > 0 && count + changes.size > limit) break;
+        const size = changeCount(changes);
+        if (count > 0 && count + size > limit) break;
         chunk.set(partition, changes);
-        count += changes.size;
+        count += size;
       }
       for (const partition of chunk.keys()) this.pending.delete(partition);
       this.pendingCount -= count;
@@ -382,7 +383,7 @@ export class PartitionHeal {
   }
 
   /** One publish of the partitions a chunk touches (see `readShardChunk`); its lock waits for no turn, given before the chunk if owed (see `commitKept`). */
-  private async commit(changes: ReadonlyMap<string, ReadonlyMap<string, Change>>, touched: ReadonlySet<string>): Promise<void> {
+  private async commit(changes: ReadonlyMap<string, PartitionChanges>, touched: ReadonlySet<string>): Promise<void> {
     const started = Date.now();
     const planner = chunkPlanner(this.store, this.scope, changes, this.run.concurrency);
     const options = this.run.publishOptions(this.scope);
