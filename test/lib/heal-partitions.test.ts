@@ -1,8 +1,8 @@
 /**
  * A full heal of a shard-first root goes partition by partition while it lists, against moto: its reports
  * say what the whole-index heal says, its partition files equal the listing afterwards, client fields of
- * entries that still match survive, partitions are committed before the listing ends, and a client's push
- * between two chunks converges.
+ * entries that still match survive, partitions are committed before the listing ends, a client's push
+ * between two chunks converges, and a client's entry for a key the heal found missing is not replaced.
  */
 import type { IndexEntry } from '../../lambda/lib/index-file';
 import type { Lister } from '../../lambda/lib/list';
@@ -375,6 +375,30 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(pushed).toBe(true);
     expect(report.scopes[0].published).toBe(true);
     expect(await partitionsNow(store)).toEqual(truth({ 'files/late.txt': 'late upload' }));
+  });
+
+  it('a key the heal found missing that a client indexes before the commit keeps the entry the client wrote', async () => {
+    const { store, root } = await shardFirstRoot();
+    let pushed = false;
+    const racing = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (pushed || key !== `${BASE}_index/files.json`) return;
+        pushed = true;
+        // A current client pushes without the lock: its entry for the file, with its hash, in the partition file.
+        const files = await readIndex(store, key);
+        const fresh = indexEntry('files/readme.txt', { size: 5, lastModified: isoAgo(0), sha256: 'sha-from-the-client' });
+        await putObject(store, key, shardJson([...(files?.entries.values() ?? []), fresh]));
+        const meta = (await readJson<ShardMeta>(store, `${BASE}_index/_meta.json`))!;
+        await putObject(store, `${BASE}_index/_meta.json`, JSON.stringify({ ...meta, commitSeq: meta.commitSeq + 1 }));
+      },
+    });
+
+    const report = await healRoot(racing, root, { mode: 'repair' });
+
+    expect(pushed).toBe(true);
+    expect(report.scopes[0].driftKeys?.missing).toContain('files/readme.txt');
+    expect((await readIndex(store, `${BASE}_index/files.json`))?.entries.get('files/readme.txt')?.sha256).toBe('sha-from-the-client');
+    expect(await partitionsNow(store)).toEqual(truth());
   });
 
   it("a commit's re-check does not download again the files it wrote, and one a client pushed over is written again", async () => {
