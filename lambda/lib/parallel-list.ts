@@ -164,14 +164,11 @@ class ParallelListing {
             this.waiting--;
           }
         }
-        await this.slots.acquire(slice === this.head ? 'head' : 'slice');
-        let next: IteratorResult<ListPage>;
-        try {
-          if (this.stopped || this.failure !== undefined) return;
-          next = await pages.next();
-        } finally {
-          this.slots.release();
-        }
+        const next = await this.slots.run(
+          async () => (this.stopped || this.failure !== undefined ? undefined : pages.next()),
+          slice === this.head ? 'head' : 'slice',
+        );
+        if (next === undefined) return;
         // The segment may have been cut while the request was out: read its end now.
         const current = slice.segments[0];
         if (next.done || this.take(slice, current, next.value) || next.value.truncated === false) return;
