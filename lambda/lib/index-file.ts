@@ -148,7 +148,9 @@ function entryJson(key: string, entry: IndexEntry): string {
  * list of chunks copied again at the end, so a million entries need little more
  * than the bytes themselves. The buffer is sized from an estimate and grown if that falls short.
  */
-export function serializeIndex(index: DatastoreIndex): Buffer {
+export function serializeIndex(
+  index: Readonly<Omit<DatastoreIndex, 'entries'>> & { readonly entries: ReadonlyMap<string, IndexEntry> },
+): Buffer {
   const lastPulled = index.lastPulled ?? new Date().toISOString();
   return serializeEntries({ version: 1, ...index.extra, lastPulled }, index);
 }

@@ -1,7 +1,8 @@
 /** The plan of one commit of a heal by partitions: the changes it kept, applied to what the partitions hold now. */
 import { mapLimit } from './concurrency';
 import { resizedEntry } from './drift';
-import { type DatastoreIndex, type IndexEntry, cloneIndex, emptyIndex, entryFor } from './index-file';
+import { type IndexEntry, emptyIndex, entryFor } from './index-file';
+import { PartitionedEntries } from './layouts/shards';
 import type { LiveIndex } from './layouts/types';
 import { baseIndexOf } from './layouts/types';
 import { scopeBase } from './names';
@@ -31,7 +32,9 @@ export function changeCount(changes: PartitionChanges): number {
 
 /**
  * Applies kept changes to a read of their partitions: an entry still as judged takes its change; one
- * another writer changed since (or one already changed so) is settled by what S3 says now.
+ * another writer changed since (or one already changed so) is settled by what S3 says now. The plan's
+ * index holds the partitions read, by partition: a partition that changes is copied, one that does not is
+ * kept as read (see `PartitionedEntries`).
  */
 export function chunkPlanner(
   store: S3Store,
@@ -41,37 +44,45 @@ export function chunkPlanner(
 ): (live: LiveIndex) => Promise<Plan<null>> {
   return async (live) => {
     const current = baseIndexOf(live) ?? emptyIndex();
-    const next: DatastoreIndex = cloneIndex(current);
-    let changed = false;
-    const doubtful: string[] = [];
-    const apply = (key: string, before: IndexEntry | undefined, after: IndexEntry | undefined): void => {
-      const now = current.entries.get(key);
-      if (sameEntry(now, after)) return;
-      if (!sameEntry(now, before)) {
-        doubtful.push(key);
-        return;
-      }
-      if (after) next.entries.set(key, after);
-      else next.entries.delete(key);
-      changed = true;
+    const read = live.shards?.byPartition ?? new Map<string, ReadonlyMap<string, IndexEntry>>();
+    const copied = new Map<string, Map<string, IndexEntry>>();
+    const writable = (partition: string): Map<string, IndexEntry> => {
+      const group = copied.get(partition) ?? new Map(read.get(partition));
+      copied.set(partition, group);
+      return group;
     };
-    for (const { added, changed: others } of changes.values()) {
+    let changed = false;
+    const doubtful: [partition: string, key: string][] = [];
+    for (const [partition, { added, changed: others }] of changes) {
+      const file = read.get(partition);
+      const apply = (key: string, before: IndexEntry | undefined, after: IndexEntry | undefined): void => {
+        const now = file?.get(key);
+        if (sameEntry(now, after)) return;
+        if (!sameEntry(now, before)) {
+          doubtful.push([partition, key]);
+          return;
+        }
+        if (after) writable(partition).set(key, after);
+        else writable(partition).delete(key);
+        changed = true;
+      };
       for (const entry of added) apply(entry.key, undefined, entry);
       for (const [key, change] of others) apply(key, change.before, change.after);
     }
     const base = scopeBase(scope);
-    await mapLimit(doubtful, concurrency, async (key) => {
+    await mapLimit(doubtful, concurrency, async ([partition, key]) => {
       const info = await store.head(base + key);
-      const now = current.entries.get(key);
+      const now = read.get(partition)?.get(key);
       if (info && now?.size === info.size) return;
       const object = info ? { key, size: info.size, lastModified: info.lastModified.toISOString() } : undefined;
-      if (object) next.entries.set(key, now ? resizedEntry(now, object) : entryFor(object));
-      else if (now) next.entries.delete(key);
+      if (object) writable(partition).set(key, now ? resizedEntry(now, object) : entryFor(object));
+      else if (now) writable(partition).delete(key);
       else return;
       changed = true;
     });
     if (!changed && live.state === 'valid' && !live.pending) return { facts: null };
-    return { index: next, facts: null };
+    const entries = new PartitionedEntries([...read].map(([partition, file]) => [partition, copied.get(partition) ?? file] as const));
+    return { index: { ...current, entries, extra: { ...current.extra } }, facts: null };
   };
 }
 

@@ -401,6 +401,32 @@ describe('a full heal of a shard-first root, partition by partition', () => {
     expect(await partitionsNow(store)).toEqual(truth());
   });
 
+  it('a partition whose change a client made before the commit keeps the file the client wrote, unwritten', async () => {
+    const { store, root } = await shardFirstRoot();
+    const key = `${BASE}_index/workflow-runs--wf-2.json`;
+    let reads = 0;
+    let pushedEtag: string | undefined;
+    const racing = hookedStore(store.bucket, {
+      async beforeGet(got) {
+        // The first read is the heal's judgement of the partition; the second, its commit's.
+        if (got !== key || ++reads !== 2) return;
+        const object = (await listObjects(store, `${BASE}workflow-runs/wf-2/`))[0];
+        const entry = indexEntry(object.key.slice(BASE.length), { size: object.size, lastModified: object.lastModified });
+        await putObject(store, key, shardJson([entry]));
+        pushedEtag = (await listObjects(store, key))[0].etag;
+      },
+    });
+    const log = trackRequests(racing);
+
+    const report = await healRoot(racing, root, { mode: 'repair' });
+
+    expect(pushedEtag).toBeDefined();
+    expect(report.scopes[0].driftKeys?.missing).toContain('workflow-runs/wf-2/run-1/log.txt');
+    expect(log.filter((r) => r.op === 'PutObject' && r.key === key)).toEqual([]);
+    expect((await listObjects(store, key))[0].etag).toBe(pushedEtag);
+    expect(await partitionsNow(store)).toEqual(truth());
+  });
+
   it("a commit's re-check does not download again the files it wrote, and one a client pushed over is written again", async () => {
     const { store, root } = await shardFirstRoot();
     const drifted = await store.get(`${BASE}_index/logs.json`);

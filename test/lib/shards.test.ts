@@ -2,6 +2,7 @@
 import type { ShardMeta } from '../../lambda/lib/layouts/manifest';
 import { healRoot } from '../../lambda/lib/heal';
 import { partitionOf } from '../../lambda/lib/keys';
+import { PartitionedEntries } from '../../lambda/lib/layouts/shards';
 import { indexEntry, shardMeta } from '../helpers/factories';
 import {
   connectStore,
@@ -185,5 +186,30 @@ describe('healRoot on a shard-first root', () => {
     expect(await readJson<ShardMeta>(store, `${base}_index/_meta.json`)).toEqual({ version: 2, partitions: PARTITIONS, commitSeq: 42 });
     expect(await readShardSummaries(store, base, PARTITIONS)).toEqual(groupSummaries(expected));
     expect(await readIndex(store, `${base}.datastore-index.json`)).toBeUndefined();
+  });
+});
+
+describe('PartitionedEntries', () => {
+  it('holds entries by partition as a map of them all, and copies a partition before its first change', () => {
+    const logs = new Map([['logs/a.log', indexEntry('logs/a.log')]]);
+    const files = new Map([['files/b.txt', indexEntry('files/b.txt')]]);
+    const entries = new PartitionedEntries([
+      ['logs', logs],
+      ['files', files],
+      ['audit', new Map()],
+    ]);
+
+    entries.set('logs/c.log', indexEntry('logs/c.log'));
+    entries.delete('files/b.txt');
+
+    expect([...entries.keys()]).toEqual(['logs/a.log', 'logs/c.log']);
+    expect(entries.size).toBe(2);
+    expect(entries.get('logs/c.log')?.key).toBe('logs/c.log');
+    expect(entries.has('files/b.txt')).toBe(false);
+    expect([...entries.byPartition().keys()]).toEqual(['logs']);
+    // The maps handed in are what the partitions were read as: never changed.
+    expect([...logs.keys()]).toEqual(['logs/a.log']);
+    expect([...files.keys()]).toEqual(['files/b.txt']);
+    expect(() => entries.set('misc/thing.txt', indexEntry('misc/thing.txt'))).toThrow(/no shard partition/);
   });
 });

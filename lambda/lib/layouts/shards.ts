@@ -9,7 +9,7 @@ import type { IndexScope } from '../scope';
 import type { ShardMeta } from './manifest';
 import { conditionFor } from './objects';
 import { type FilesAhead, readShardFiles } from './shard-read';
-import type { IndexWriteResult, LiveIndex, WriteOptions } from './types';
+import type { IndexWriteResult, LiveIndex, ShardState, WriteOptions } from './types';
 
 /**
  * Reads the partition files a manifest lists (and `candidates` it does not: those that exist are orphans) into
@@ -68,20 +68,8 @@ export async function writeShards(
   options: WriteOptions = {},
 ): Promise<IndexWriteResult> {
   const shards = live.shards!;
-  const grouped = groupByPartition(next.entries);
-  let placed = 0;
-  for (const entries of grouped.values()) placed += entries.size;
-  // A key no partition takes has no file of its own: it stays in the file it was read from, where clients see it.
-  if (placed < next.entries.size) {
-    for (const [partition, entries] of shards.byPartition) {
-      for (const key of entries.keys()) {
-        const entry = partitionOf(key) === undefined ? next.entries.get(key) : undefined;
-        if (!entry) continue;
-        const group = grouped.get(partition) ?? new Map<string, IndexEntry>();
-        grouped.set(partition, group.set(key, entry));
-      }
-    }
-  }
+  // Entries held by partition already (a heal's chunk) are written as held: grouping them again copies them all.
+  const grouped = next.entries instanceof PartitionedEntries ? next.entries.byPartition() : groupedForWrite(next, shards);
   const partitions = new Set([...shards.meta.partitions, ...shards.orphans, ...grouped.keys()]);
   const { partial } = shards;
   // A partition not read has no entries here: written, it would be emptied.
@@ -139,6 +127,23 @@ export async function writeShards(
   return { status: 'written', shardEtags: etags, shardEntries: grouped, record, mirrorFailures: [] };
 }
 
+/** `next`'s entries grouped by partition; a key no partition takes stays in the file it was read from, where clients see it. */
+function groupedForWrite(next: DatastoreIndex, shards: ShardState): Map<string, Map<string, IndexEntry>> {
+  const grouped = groupByPartition(next.entries);
+  let placed = 0;
+  for (const entries of grouped.values()) placed += entries.size;
+  if (placed === next.entries.size) return grouped;
+  for (const [partition, entries] of shards.byPartition) {
+    for (const key of entries.keys()) {
+      const entry = partitionOf(key) === undefined ? next.entries.get(key) : undefined;
+      if (!entry) continue;
+      const group = grouped.get(partition) ?? new Map<string, IndexEntry>();
+      grouped.set(partition, group.set(key, entry));
+    }
+  }
+  return grouped;
+}
+
 /** Partition files read or written at once by one publish: a commit of a large heal touches many. */
 export const SHARD_FILES_AT_ONCE = 32;
 
@@ -160,6 +165,101 @@ export function groupByPartition(entries: ReadonlyMap<string, IndexEntry>): Map<
     group.set(key, entry);
   }
   return grouped;
+}
+
+/**
+ * An index's entries held by partition, each partition's map the one its file is written from: what a
+ * shard-first write needs, without a second map of every entry. Maps handed in are never changed: a
+ * partition's is copied before its first change here. Keys without a partition are not held.
+ */
+export class PartitionedEntries implements Map<string, IndexEntry> {
+  private readonly groups = new Map<string, ReadonlyMap<string, IndexEntry>>();
+  private readonly own = new WeakSet<ReadonlyMap<string, IndexEntry>>();
+  private count = 0;
+  readonly [Symbol.toStringTag] = 'PartitionedEntries';
+
+  /** `groups`: each partition's entries, held as they are (not copied); empty ones are left out. */
+  constructor(groups: Iterable<readonly [string, ReadonlyMap<string, IndexEntry>]> = []) {
+    for (const [partition, entries] of groups) {
+      if (entries.size === 0) continue;
+      this.groups.set(partition, entries);
+      this.count += entries.size;
+    }
+  }
+
+  /** The entries of each partition holding any, by partition (as `groupByPartition` groups them). */
+  byPartition(): ReadonlyMap<string, ReadonlyMap<string, IndexEntry>> {
+    return this.groups;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(key: string): IndexEntry | undefined {
+    const partition = partitionOf(key);
+    return partition === undefined ? undefined : this.groups.get(partition)?.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, entry: IndexEntry): this {
+    const partition = partitionOf(key);
+    if (partition === undefined) {
+      throw new UnexpectedError('PartitionedEntries.set', { name: 'UnshardableKey', message: `${key} has no shard partition` });
+    }
+    const group = this.writable(partition);
+    if (!group.has(key)) this.count++;
+    group.set(key, entry);
+    return this;
+  }
+
+  delete(key: string): boolean {
+    const partition = partitionOf(key);
+    if (partition === undefined || !this.groups.get(partition)?.has(key)) return false;
+    const group = this.writable(partition);
+    group.delete(key);
+    this.count--;
+    if (group.size === 0) this.groups.delete(partition);
+    return true;
+  }
+
+  clear(): void {
+    this.groups.clear();
+    this.count = 0;
+  }
+
+  forEach(fn: (entry: IndexEntry, key: string, map: Map<string, IndexEntry>) => void, self?: unknown): void {
+    for (const [key, entry] of this) fn.call(self, entry, key, this);
+  }
+
+  *entries(): MapIterator<[string, IndexEntry]> {
+    for (const group of this.groups.values()) yield* group;
+  }
+
+  *keys(): MapIterator<string> {
+    for (const group of this.groups.values()) yield* group.keys();
+  }
+
+  *values(): MapIterator<IndexEntry> {
+    for (const group of this.groups.values()) yield* group.values();
+  }
+
+  [Symbol.iterator](): MapIterator<[string, IndexEntry]> {
+    return this.entries();
+  }
+
+  /** The partition's own map, copied from the one handed in before its first change. */
+  private writable(partition: string): Map<string, IndexEntry> {
+    const held = this.groups.get(partition);
+    if (held && this.own.has(held)) return held as Map<string, IndexEntry>;
+    const group = new Map(held);
+    this.own.add(group);
+    this.groups.set(partition, group);
+    return group;
+  }
 }
 
 function sameEntries(a: ReadonlyMap<string, IndexEntry> | undefined, b: ReadonlyMap<string, IndexEntry>): boolean {
