@@ -81,7 +81,9 @@ export function chunkPlanner(
       changed = true;
     });
     if (!changed && live.state === 'valid' && !live.pending) return { facts: null };
-    const entries = new PartitionedEntries([...read].map(([partition, file]) => [partition, copied.get(partition) ?? file] as const));
+    // Changed partitions are among those read; were one not, the write refuses it rather than this plan dropping it.
+    const partitions = new Set([...read.keys(), ...copied.keys()]);
+    const entries = new PartitionedEntries([...partitions].map((p) => [p, copied.get(p) ?? read.get(p)!] as const));
     return { index: { ...current, entries, extra: { ...current.extra } }, facts: null };
   };
 }
