@@ -34,7 +34,8 @@ export function changeCount(changes: PartitionChanges): number {
  * Applies kept changes to a read of their partitions: an entry still as judged takes its change; one
  * another writer changed since (or one already changed so) is settled by what S3 says now. The plan's
  * index holds the partitions read, by partition: a partition that changes is copied, one that does not is
- * kept as read (see `PartitionedEntries`).
+ * kept as read (see `PartitionedEntries`); a changed partition the chunk did not read reaches the write, which
+ * refuses it.
  */
 export function chunkPlanner(
   store: S3Store,
@@ -45,12 +46,7 @@ export function chunkPlanner(
   return async (live) => {
     const current = baseIndexOf(live) ?? emptyIndex();
     const read = live.shards?.byPartition ?? new Map<string, ReadonlyMap<string, IndexEntry>>();
-    const copied = new Map<string, Map<string, IndexEntry>>();
-    const writable = (partition: string): Map<string, IndexEntry> => {
-      const group = copied.get(partition) ?? new Map(read.get(partition));
-      copied.set(partition, group);
-      return group;
-    };
+    const entries = new PartitionedEntries(read);
     let changed = false;
     const doubtful: [partition: string, key: string][] = [];
     for (const [partition, { added, changed: others }] of changes) {
@@ -62,8 +58,8 @@ export function chunkPlanner(
           doubtful.push([partition, key]);
           return;
         }
-        if (after) writable(partition).set(key, after);
-        else writable(partition).delete(key);
+        if (after) entries.setIn(partition, key, after);
+        else entries.deleteIn(partition, key);
         changed = true;
       };
       for (const entry of added) apply(entry.key, undefined, entry);
@@ -75,15 +71,12 @@ export function chunkPlanner(
       const now = read.get(partition)?.get(key);
       if (info && now?.size === info.size) return;
       const object = info ? { key, size: info.size, lastModified: info.lastModified.toISOString() } : undefined;
-      if (object) writable(partition).set(key, now ? resizedEntry(now, object) : entryFor(object));
-      else if (now) writable(partition).delete(key);
+      if (object) entries.setIn(partition, key, now ? resizedEntry(now, object) : entryFor(object));
+      else if (now) entries.deleteIn(partition, key);
       else return;
       changed = true;
     });
     if (!changed && live.state === 'valid' && !live.pending) return { facts: null };
-    // Changed partitions are among those read; were one not, the write refuses it rather than this plan dropping it.
-    const partitions = new Set([...read.keys(), ...copied.keys()]);
-    const entries = new PartitionedEntries([...partitions].map((p) => [p, copied.get(p) ?? read.get(p)!] as const));
     return { index: { ...current, entries, extra: { ...current.extra } }, facts: null };
   };
 }

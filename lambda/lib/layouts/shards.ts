@@ -210,15 +210,25 @@ export class PartitionedEntries implements Map<string, IndexEntry> {
     if (partition === undefined) {
       throw new UnexpectedError('PartitionedEntries.set', { name: 'UnshardableKey', message: `${key} has no shard partition` });
     }
-    const group = this.writable(partition);
-    if (!group.has(key)) this.count++;
-    group.set(key, entry);
+    this.setIn(partition, key, entry);
     return this;
   }
 
   delete(key: string): boolean {
     const partition = partitionOf(key);
-    if (partition === undefined || !this.groups.get(partition)?.has(key)) return false;
+    return partition !== undefined && this.deleteIn(partition, key);
+  }
+
+  /** `set` for a caller that knows the key's partition (`partitionOf(key)`), without working it out again. */
+  setIn(partition: string, key: string, entry: IndexEntry): void {
+    const group = this.writable(partition);
+    if (!group.has(key)) this.count++;
+    group.set(key, entry);
+  }
+
+  /** `delete` for a caller that knows the key's partition (see `setIn`). */
+  deleteIn(partition: string, key: string): boolean {
+    if (!this.groups.get(partition)?.has(key)) return false;
     const group = this.writable(partition);
     group.delete(key);
     this.count--;
