@@ -36,6 +36,7 @@ import { describe, freshnessJson, freshnessTable } from './freshness-report';
 import type { FreshnessCell, FreshnessOptions, Layout } from './freshness-types';
 import { type HostProcess, type WithoutId, forkHost } from './host';
 import { startSqsModel } from './sqs-model';
+import { startedAs } from './report';
 import { SWAMP_PARTITIONS } from '../support/s3-model/seed';
 
 /** The stack's default batching window (infra/private/validate.ts), in seconds. */
@@ -267,7 +268,7 @@ async function main(): Promise<void> {
   if (values.json) process.stdout.write(`${JSON.stringify(freshnessJson(cells))}\n`);
 }
 
-if (require.main === module) {
+if (startedAs('freshness')) {
   main().catch((err: unknown) => {
     process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
     process.exit(1);

@@ -20,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { type LoadReading, busyCores, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
 import { type ChildRun, timed } from './child-cpu';
 import { type ModelProcess, startModelProcess } from './model';
-import { type Row, median, table } from './report';
+import { type Row, median, startedAs, table } from './report';
 import { type Target, type Timing, rcloneEnv, unindex } from './rows';
 
 const REPO = join(__dirname, '..');
@@ -376,7 +376,7 @@ async function main(): Promise<void> {
   }
 }
 
-if (require.main === module) {
+if (startedAs('hydrate')) {
   main().catch((err: unknown) => {
     process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);

@@ -1,4 +1,5 @@
 /** Medians and the printed table. */
+import { basename } from 'node:path';
 
 /** The median of some numbers (the mean of the middle two for an even count). */
 export function median(values: readonly number[]): number {
@@ -37,4 +38,13 @@ export function table(rows: readonly Row[]): string {
       .join('  ')
       .trimEnd();
   return [line(head), ...cells.map(line)].join('\n');
+}
+
+/**
+ * Whether node was started with the bench script `name` (its file name without extension), not just
+ * loaded it: in the bench's bundle (`scripts/bench.mjs`) every module shares one `module`, so
+ * `require.main === module` holds for all of them.
+ */
+export function startedAs(name: string): boolean {
+  return basename(process.argv[1] ?? '').replace(/\.[cm]?[jt]s$/, '') === name;
 }

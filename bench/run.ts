@@ -14,7 +14,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister } from '../lambda/lib/parallel-list';
 import { type Lister, sequentialLister } from '../lambda/lib/list';
@@ -127,9 +127,11 @@ function options(): Options {
 
 const log = (text: string): void => void process.stderr.write(`${text}\n`);
 
-/** Runs `bench/<script>` in a fresh process and returns its last line, JSON. */
+/** Runs `bench/<script>` in a fresh process and returns its last line, JSON; bundled beside this file when this file is a bundle (`scripts/bench.mjs`). */
 function child(script: string, args: string[]): Record<string, number> {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', join(__dirname, script), ...args], {
+  const bundled = join(dirname(__filename), script.replace(/\.ts$/, '.cjs'));
+  const command = __filename.endsWith('.cjs') ? [bundled] : ['--import', 'tsx', join(__dirname, script)];
+  const run = spawnSync(process.execPath, [...command, ...args], {
     encoding: 'utf8',
     maxBuffer: 1 << 20,
   });
