@@ -63,7 +63,7 @@ function entryProblem(mapKey: string, value: unknown): string | undefined {
 export function parseIndex(bytes: Uint8Array | string, validateEntry = entryProblem): ParsedIndex {
   let json: unknown;
   try {
-    json = JSON.parse(typeof bytes === 'string' ? bytes : Buffer.from(bytes).toString('utf8'));
+    json = JSON.parse(typeof bytes === 'string' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
   } catch (err) {
     // An engine whose parser recurses gives up on deep nesting: that index is unreadable, not an error of ours.
     if (err instanceof RangeError) return { ok: false, reason: `nested too deeply to parse here (${err.message})` };
@@ -84,7 +84,12 @@ export function parseIndex(bytes: Uint8Array | string, validateEntry = entryProb
   const entries = new Map<string, IndexEntry>();
   let first: string | undefined;
   let bad = 0;
-  for (const [key, value] of Object.entries(json.entries)) {
+  const parsed = json.entries;
+  // `for…in` rather than `Object.entries`: no pair array per entry. A key named `__proto__` is an own
+  // property of what JSON.parse makes, and reading it gives that property.
+  for (const key in parsed) {
+    if (!Object.hasOwn(parsed, key)) continue;
+    const value = parsed[key];
     const problem = validateEntry(key, value);
     if (problem) {
       first ??= problem;

@@ -32,6 +32,25 @@ describe('parseIndex', () => {
     }
   });
 
+  it('reads every entry in file order, one named __proto__ too, from a part of a larger buffer', () => {
+    const entry = (key: string): string => `${JSON.stringify(key)}:${JSON.stringify(indexEntry(key))}`;
+    const text = `{"version":1,"entries":{${['b/2', '__proto__', 'a/1'].map(entry).join(',')}}}`;
+    const bytes = Buffer.from(`padding${text}padding`).subarray('padding'.length, 'padding'.length + Buffer.byteLength(text));
+    const index = mustParse(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    expect([...index.entries.keys()]).toEqual(['b/2', '__proto__', 'a/1']);
+    expect(index.entries.get('__proto__')?.key).toBe('__proto__');
+  });
+
+  it('takes no entry from properties a host program added to every object', () => {
+    const proto = Object.prototype as Record<string, unknown>;
+    proto.polluted = { key: 'polluted', size: 1, lastModified: '2026-05-04T15:20:00.000Z' };
+    try {
+      expect([...mustParse(indexJson([indexEntry('a/1')])).entries.keys()]).toEqual(['a/1']);
+    } finally {
+      delete proto.polluted;
+    }
+  });
+
   it('reads an index without lastPulled or entries in it', () => {
     const index = mustParse('{"version":1,"entries":{}}');
     expect(index.entries.size).toBe(0);
