@@ -316,7 +316,7 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       note: split('healParallel'),
     },
     {
-      name: `heal of it indexed, ${DRIFT_SHARE * 100}% drifted (${o.parallelism})`,
+      name: `heal of it indexed, ${DRIFT_SHARE * 100}% drifted (${o.parallelism}, ${2 * o.parallelism} once hinted)`,
       seconds: healIndexed,
       floor: raw,
       requests: med(timings.healIndexed, (t) => t.requests),

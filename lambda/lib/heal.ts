@@ -94,7 +94,8 @@ function startListing(run: HealRun, lister: Lister, hint: PendingHint): StartedL
 async function healWhole(run: HealRun, listing: StartedListing, hint: PendingHint): Promise<HealReport> {
   const { store, target, base, guard } = run;
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
-  const early = readLiveIndex(store, target);
+  // Its bytes cut the listing before they are parsed.
+  const early = readLiveIndex(store, target, { monolithBody: (bytes) => hint.fromBytes(bytes) });
   early.catch(() => undefined);
   hint.from(early);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.

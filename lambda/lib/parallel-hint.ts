@@ -13,6 +13,8 @@ export interface ListingHint {
   readonly keys: Iterable<string>;
   /** How many keys `keys` yields (an estimate is enough: it only sets how often a key is sampled). */
   readonly count: number;
+  /** How many keys of the index each of `keys` stands for, when they are a sample of it. @default 1 */
+  readonly weight?: number;
 }
 
 /** Keys sampled from a hint at most: cut points among a few dozen slices need no more. */
@@ -35,7 +37,7 @@ export function sampleHint(base: string, hint: ListingHint | undefined): HintSam
   }
   if (keys.length === 0) return undefined;
   keys.sort(compareKeys);
-  return { keys, weight: seen / keys.length };
+  return { keys, weight: (hint.weight ?? 1) * (seen / keys.length) };
 }
 
 /** What is left of a slice's current segment: keys under `prefix` after `after` and up to `end`. */

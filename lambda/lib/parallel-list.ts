@@ -18,6 +18,11 @@ import type { ListPage, S3Store } from './s3';
 export interface ParallelListOptions {
   /** ListObjectsV2 requests in flight at once, probes included. @default 16 */
   readonly concurrency?: number;
+  /**
+   * Requests in flight once a hint has cut the key space: its slices need no probe to be found, so every
+   * slot lists pages of the root. @default twice `concurrency`
+   */
+  readonly hintedConcurrency?: number;
   /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
   readonly pageSize?: number;
   /**
@@ -43,7 +48,7 @@ const LEVELS = 1;
 class ParallelListing {
   private readonly slots: Slots;
   /** Slices wanted at once: one per request slot; a slice is cut further only while there are fewer. */
-  private readonly target: number;
+  private target: number;
   private unfinished = 0;
   /** Whether as many slices as wanted were listing at once: from then on, fewer means the listing nears its end. */
   private saturated = false;
@@ -62,6 +67,7 @@ class ParallelListing {
     private readonly store: S3Store,
     private readonly base: string,
     concurrency: number,
+    private readonly hintedConcurrency: number,
     private readonly pageSize: number,
     private readonly window: () => number,
     private readonly etags: boolean,
@@ -335,6 +341,10 @@ class ParallelListing {
   private async hinted(hint: PromiseLike<ListingHint | undefined>): Promise<void> {
     const sample = sampleHint(this.base, await Promise.resolve(hint).catch(() => undefined));
     if (!sample || this.stopped) return;
+    if (this.hintedConcurrency > this.target) {
+      this.slots.add(this.hintedConcurrency - this.target);
+      this.target = this.hintedConcurrency;
+    }
     cutByHint(sample, this.head, this.target, this.pageSize, (slice, bounds) =>
       this.cut(slice, bounds, [], slice.hints ?? { folder: '', children: [] }),
     );
@@ -370,6 +380,12 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new ConfigError(`The listing concurrency must be a whole number of at least 1, got ${concurrency}`);
   }
+  const hintedConcurrency = options.hintedConcurrency ?? 2 * concurrency;
+  if (!Number.isInteger(hintedConcurrency) || hintedConcurrency < concurrency) {
+    throw new ConfigError(
+      `The listing concurrency once hinted must be a whole number no smaller than the concurrency (${concurrency}), got ${hintedConcurrency}`,
+    );
+  }
   const pageSize = options.pageSize ?? 1000;
   if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
     throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
@@ -380,5 +396,5 @@ export function parallelLister(options: ParallelListOptions = {}): Lister {
   const window = typeof given === 'number' ? () => given : given;
   const etags = options.etags ?? true;
   return (store, prefix, hint) =>
-    new ParallelListing(store, prefix, concurrency, pageSize, window, etags, options.startAfter, hint).pages();
+    new ParallelListing(store, prefix, concurrency, hintedConcurrency, pageSize, window, etags, options.startAfter, hint).pages();
 }

@@ -113,6 +113,11 @@ export class Slots {
     }
   }
 
+  /** Adds `count` slots, each given to the first waiting, if any. */
+  add(count: number): void {
+    for (let i = 0; i < count; i++) this.release();
+  }
+
   release(): void {
     for (let i = 0; i < TURNS.length; i++) {
       const queue = this.queues[i];

@@ -109,3 +109,32 @@ describe('the layout hint of readLiveIndex', () => {
     expect(back.state === 'valid' && [...back.index.entries.keys()]).toEqual(['files/a.txt']);
   });
 });
+
+describe('the monolith bytes of readLiveIndex', () => {
+  it('hands them over once downloaded, a turn of the event loop before they are parsed, and not when unchanged', async () => {
+    // GIVEN a monolith root
+    const seed = await testStore();
+    await putIndex(seed, INDEX_KEY, [a, b]);
+    const store = connectStore(seed.bucket);
+    const scope = { root: { bucket: seed.bucket, prefix: '' } };
+
+    // WHEN it is read with a hook that notes the bytes, and what ran next
+    const order: string[] = [];
+    const monolithBody = (bytes: Uint8Array): void => {
+      order.push(`bytes ${JSON.parse(Buffer.from(bytes).toString('utf8')).entries['files/a.txt'].key}`);
+      setImmediate(() => order.push('a turn'));
+    };
+    const live = await readLiveIndex(store, scope, { monolithBody });
+    order.push('read');
+
+    // THEN the bytes came first, then a turn of the event loop, then the parsed index
+    expect(order).toEqual(['bytes files/a.txt', 'a turn', 'read']);
+    expect(live.state === 'valid' && [...live.index.entries.keys()]).toEqual(['files/a.txt', 'files/b.txt']);
+
+    // and read again as known (same ETag, not downloaded), nothing is handed over
+    const known = live.state === 'valid' ? { index: live.index, etag: live.etag } : undefined;
+    order.length = 0;
+    await readLiveIndex(store, scope, { monolithBody, known });
+    expect(order).toEqual([]);
+  });
+});

@@ -22,7 +22,7 @@ import { sleep } from '../../support/sleep';
 interface MemoryStore {
   readonly store: S3Store;
   /** Requests made, delimiter listings (probes) counted apart. */
-  readonly counts: { lists: number; probes: number; keysReturned: number; depth: number };
+  readonly counts: { lists: number; probes: number; keysReturned: number; depth: number; mostAtOnce: number };
 }
 
 /**
@@ -33,8 +33,9 @@ interface MemoryStore {
 function memoryStore(keys: Iterable<string>, options: { failAfter?: number; latencyMs?: number; seed?: number } = {}): MemoryStore {
   const sorted = [...new Set(keys)].sort(compareKeys);
   const latency = random(options.seed ?? 1);
-  const counts = { lists: 0, probes: 0, keysReturned: 0, depth: 0 };
+  const counts = { lists: 0, probes: 0, keysReturned: 0, depth: 0, mostAtOnce: 0 };
   let answered = 0;
+  let atOnce = 0;
   const firstAbove = (bound: string, inclusive: boolean): number => {
     let lo = 0;
     let hi = sorted.length;
@@ -55,8 +56,10 @@ function memoryStore(keys: Iterable<string>, options: { failAfter?: number; late
       if (options.failAfter !== undefined && counts.lists + counts.probes > options.failAfter) throw new Error('injected listing failure');
       const depth = answered + 1;
       counts.depth = Math.max(counts.depth, depth);
+      counts.mostAtOnce = Math.max(counts.mostAtOnce, ++atOnce);
       // Answers arrive in any order, as they do from a real endpoint.
       await sleep(options.latencyMs ?? latency() * 2);
+      atOnce--;
       answered = Math.max(answered, depth);
       const objects: ListPage['objects'] = [];
       const prefixes: string[] = [];
@@ -386,6 +389,9 @@ describe('parallelLister against an in-memory S3', () => {
   });
 
   it('refuses a concurrency or page size it cannot use, naming it', () => {
+    expect(() => parallelLister({ concurrency: 16, hintedConcurrency: 8 })).toThrow(
+      /once hinted .*no smaller than the concurrency \(16\), got 8/,
+    );
     expect(() => parallelLister({ concurrency: 0 })).toThrow(/concurrency/);
     expect(() => parallelLister({ concurrency: 2.5 })).toThrow(/concurrency/);
     expect(() => parallelLister({ pageSize: 1001 })).toThrow(/page size/);
@@ -479,24 +485,33 @@ describe('parallelLister with a hint', () => {
   });
 
   it('lists a big flat folder in fewer requests one after another with a true hint than without', async () => {
-    // GIVEN 20,000 hash-named keys in one folder, 100 keys a page (200 pages), 16 requests at once
+    // GIVEN 20,000 hash-named keys in one folder, 100 keys a page (200 pages), 16 requests at once, 32 once hinted
     const r = random(9);
     const keys = Array.from({ length: 20_000 }, () => `root/obj/${hex(r() * 2 ** 32)}${hex(r() * 2 ** 32)}`);
     const blind = memoryStore(keys, { latencyMs: 5 });
     const hinted = memoryStore(keys, { latencyMs: 5 });
+    const narrow = memoryStore(keys, { latencyMs: 5 });
     const lister = parallelLister({ concurrency: 16, pageSize: 100 });
 
-    // WHEN it is listed blind, and with its keys as the hint from the start
+    // WHEN it is listed blind, with its keys as the hint from the start, and so hinted with no more slots than blind
     const blindKeys = await keysOf(lister(blind.store, 'root/'));
     const hintedKeys = await keysOf(lister(hinted.store, 'root/', Promise.resolve(hintOf(keys))));
+    const narrowLister = parallelLister({ concurrency: 16, hintedConcurrency: 16, pageSize: 100 });
+    const narrowKeys = await keysOf(narrowLister(narrow.store, 'root/', Promise.resolve(hintOf(keys))));
 
-    // THEN both are complete, and the hinted listing is about as deep as its pages over the requests in flight
+    // THEN all are complete, and a hinted listing is about as deep as its pages over its requests in flight
     const expected = [...new Set(keys)].sort(compareKeys);
     expect(blindKeys).toEqual(expected);
     expect(hintedKeys).toEqual(expected);
+    expect(narrowKeys).toEqual(expected);
     expect(hinted.counts.depth).toBeLessThan(blind.counts.depth);
-    expect(hinted.counts.depth).toBeLessThanOrEqual(200 / 16 + 4);
+    expect(blind.counts.mostAtOnce).toBeLessThanOrEqual(16);
+    expect(hinted.counts.mostAtOnce).toBe(32);
+    expect(hinted.counts.depth).toBeLessThanOrEqual(200 / 32 + 4);
     expect(hinted.counts.probes).toBe(1);
+    expect(narrow.counts.mostAtOnce).toBe(16);
+    expect(narrow.counts.depth).toBeLessThanOrEqual(200 / 16 + 4);
+    expect(narrow.counts.depth).toBeGreaterThan(hinted.counts.depth);
   });
 });
 

@@ -39,6 +39,8 @@ export interface ReadOptions {
   readonly partitions?: ReadonlySet<string>;
   /** Called with the monolith's size before it is downloaded: a throw (e.g. `IndexTooLargeError`) stops the read. */
   readonly monolithBytes?: (bytes: number) => void;
+  /** Called with the monolith's bytes once downloaded, a turn of the event loop before they are parsed (a listing's hint). */
+  readonly monolithBody?: (bytes: Uint8Array) => void;
 }
 
 /** Scopes remembered per store, at most: enough for every root and namespace a process serves. */
@@ -154,6 +156,11 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const object = await monolithRead().result;
   if (!object) return { ...layout, state: 'absent' };
   const unchanged = known?.etag !== undefined && (object.notModified || object.etag === known.etag);
+  if (!unchanged && options.monolithBody) {
+    options.monolithBody(object.body);
+    // The parse holds the thread a while: what the call set going (a listing's requests) is sent first.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
   const parsed = unchanged ? { ok: true as const, index: known.index } : parseIndex(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag, version: parsed.version };
