@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
+import lambdaBundle from '../infra/bundling.json';
 import type { ModelProcess } from './model';
 
 /** What the two heals measured; the JSON keys `npm run bench -- --json` prints. */
@@ -25,8 +26,9 @@ export interface HealMemory {
 }
 
 /**
- * `bench/heal-child.ts` bundled by esbuild, as the Lambda ships: run through tsx, its peak would also hold
- * tsx's loader thread and compile cache, which no shipped form carries.
+ * `bench/heal-child.ts` bundled by esbuild, as the Lambda ships (the options of `infra/bundling.json`, for
+ * this machine's Node): run through tsx, its peak would also hold tsx's loader thread and compile cache,
+ * which no shipped form carries.
  */
 async function childBundle(dir: string): Promise<string> {
   const outfile = join(dir, 'heal-child.js');
@@ -36,6 +38,10 @@ async function childBundle(dir: string): Promise<string> {
     bundle: true,
     platform: 'node',
     target: 'node20',
+    minify: lambdaBundle.minify,
+    keepNames: lambdaBundle.keepNames,
+    mainFields: [...lambdaBundle.mainFields],
+    supported: lambdaBundle.supported,
     logLevel: 'warning',
   });
   return outfile;

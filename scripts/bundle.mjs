@@ -20,9 +20,12 @@ const targets = [
     minify: lambda.minify,
     keepNames: lambda.keepNames,
     sourcemap: lambda.sourcemap,
+    mainFields: lambda.mainFields,
+    supported: lambda.supported,
     external: lambda.external,
   },
-  { entryPoints: ['bin/cli.ts'], outfile: 'dist/cli/cli.js', target: 'node20' },
+  // The command loads the same SDK: its ES modules too, so a run loads only the commands it sends.
+  { entryPoints: ['bin/cli.ts'], outfile: 'dist/cli/cli.js', target: 'node20', mainFields: lambda.mainFields, supported: lambda.supported },
 ];
 for (const t of targets) {
   if (!existsSync(join(root, t.entryPoints[0]))) continue;

@@ -23,6 +23,16 @@ export interface LambdaBundleOptions {
   /** Keep function and class names through minification, so stacks and logs stay readable. */
   readonly keepNames: boolean;
   readonly sourcemap: boolean;
+  /**
+   * Which `package.json` fields pick a package's entry, in order. The AWS SDK's ES modules come first: esbuild
+   * can leave out what the handler never imports there, where a CommonJS entry brings every command's schema.
+   */
+  readonly mainFields: readonly string[];
+  /**
+   * Syntax esbuild may not emit, as its `supported` option. Those ES modules load some Node modules with
+   * `import()`: written as `require`, the handler loads the same way in a CommonJS host (the tests' too).
+   */
+  readonly supported: Readonly<Record<string, boolean>>;
   /** Modules left out of the bundle; empty means the AWS SDK is bundled too. */
   readonly external: readonly string[];
 }
@@ -63,8 +73,14 @@ function parse(raw: unknown): LambdaBundleOptions {
   // CDK names an ESM bundle index.mjs while scripts/bundle.mjs writes index.js: only CJS keeps them equal.
   if (o.format !== 'cjs') throw new Error(`${where}: "format" must be "cjs"`);
   if (o.platform !== 'node') throw new Error(`${where}: "platform" must be "node"`);
-  if (!Array.isArray(o.external) || !o.external.every((e) => typeof e === 'string')) {
-    throw new Error(`${where}: "external" must be an array of module names`);
+  const names = (k: string, what: string): string[] => {
+    const v = o[k];
+    if (!Array.isArray(v) || !v.every((e) => typeof e === 'string')) throw new Error(`${where}: "${k}" must be an array of ${what}`);
+    return v as string[];
+  };
+  const supported = o.supported;
+  if (typeof supported !== 'object' || supported === null || !Object.values(supported).every((v) => typeof v === 'boolean')) {
+    throw new Error(`${where}: "supported" must map esbuild feature names to true or false`);
   }
   const target = str('target');
   if (!(target in RUNTIME_BY_TARGET)) {
@@ -79,7 +95,9 @@ function parse(raw: unknown): LambdaBundleOptions {
     minify: bool('minify'),
     keepNames: bool('keepNames'),
     sourcemap: bool('sourcemap'),
-    external: o.external as string[],
+    mainFields: names('mainFields', 'package.json field names'),
+    supported: supported as Record<string, boolean>,
+    external: names('external', 'module names'),
   };
 }
 
@@ -106,6 +124,8 @@ export function nodejsBundling(options: LambdaBundleOptions = LAMBDA_BUNDLE): Bu
     minify: options.minify,
     keepNames: options.keepNames,
     sourceMap: options.sourcemap,
+    mainFields: [...options.mainFields],
+    esbuildArgs: Object.fromEntries(Object.entries(options.supported).map(([feature, on]) => [`--supported:${feature}`, String(on)])),
     // An explicit list, even empty, replaces CDK's default of leaving @aws-sdk/* to the runtime.
     externalModules: [...options.external],
   };
