@@ -294,15 +294,25 @@ export interface HydrateBenchResult {
 
 /**
  * Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports
- * medians. The rows' folders are removed once every row is measured (see `intoEmptyFolder`).
+ * medians. The rows' folders are removed once every row is measured (see `intoEmptyFolder`), or, given
+ * `folders`, are added there for the caller to remove once it has measured all it will (`removeFolders`).
  */
-export async function hydrateBench(model: ModelProcess, o: HydrateBenchOptions & { readonly runs: number }): Promise<HydrateBenchResult> {
-  const kept: string[] = [];
+export async function hydrateBench(
+  model: ModelProcess,
+  o: HydrateBenchOptions & { readonly runs: number },
+  folders?: string[],
+): Promise<HydrateBenchResult> {
+  const kept = folders ?? [];
   try {
     return await measureRows(model, o, kept);
   } finally {
-    for (const dir of kept) await rm(dir, { recursive: true, force: true });
+    if (!folders) await removeFolders(kept);
   }
+}
+
+/** Removes the folders hydrate rows wrote. */
+export async function removeFolders(folders: readonly string[]): Promise<void> {
+  for (const dir of folders) await rm(dir, { recursive: true, force: true });
 }
 
 async function measureRows(

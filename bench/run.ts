@@ -23,7 +23,7 @@ import { freshnessBench } from './freshness';
 import { type LoadReading, describeLoad, loadVerdict, startBusyCores, startLoadProbe, stopBusyCores, worstLoad } from './load';
 import { type Heal10M, heal10M } from './heal-10m';
 import { type HealMemory, healMemory } from './heal-memory';
-import { type HydrateBenchResult, hydrateBench } from './hydrate';
+import { type HydrateBenchResult, hydrateBench, removeFolders } from './hydrate';
 import { startModelProcess } from './model';
 import { seededMoto } from './moto';
 import { type Row, median, table } from './report';
@@ -194,14 +194,17 @@ async function main(): Promise<void> {
   if (o.healMemoryOnly) return healMemoryOnly(o, loadBefore);
   if (o.heal10mOnly) return heal10MOnly(o, loadBefore);
   startBusyCores(o.busyCores);
+  // Kept until both latencies' hydrate rows are measured: removing thousands of files taxes the next creates.
+  const hydrateFolders: string[] = [];
   try {
-    await measureAll(o, loadBefore);
+    await measureAll(o, loadBefore, hydrateFolders);
   } finally {
     stopBusyCores();
+    await removeFolders(hydrateFolders);
   }
 }
 
-async function measureAll(o: Options, loadBefore: number): Promise<void> {
+async function measureAll(o: Options, loadBefore: number, hydrateFolders: string[]): Promise<void> {
   log(`offline: building and serialising a ${o.indexEntries}-entry index (child process)`);
   const index = offline(['index', String(o.indexEntries)]);
   log(`offline: applying a 1000-event delta to a 100000-entry index`);
@@ -236,7 +239,11 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
     await unindex(target);
     if (o.hydrateObjects > 0) {
       log(`s3-model: hydrate, rclone copy and aws s3 sync of ${o.hydrateObjects} objects`);
-      hydrate = await hydrateBench(model, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
+      hydrate = await hydrateBench(
+        model,
+        { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true },
+        hydrateFolders,
+      );
     }
     if (o.healEntries > 0) {
       memory = await healMemory(model, { entries: o.healEntries, prefix: target.prefix, parallelism: o.parallelism, log });
@@ -256,7 +263,11 @@ async function measureAll(o: Options, loadBefore: number): Promise<void> {
       second = await rounds(o.runs, coreMeasures({ ...target, endpoint: model2.endpoint }, o.parallelism), () => model2.cpuMs());
       if (o.hydrateObjects > 0) {
         log(`s3-model: hydrate, rclone copy and aws s3 sync of ${o.hydrateObjects} objects at ${o.secondLatencyMs} ms`);
-        hydrateSecond = await hydrateBench(model2, { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true });
+        hydrateSecond = await hydrateBench(
+          model2,
+          { objects: o.hydrateObjects, runs: o.runs, concurrencies: [undefined], peers: true },
+          hydrateFolders,
+        );
       }
     } finally {
       await model2.stop();
