@@ -292,30 +292,17 @@ export interface HydrateBenchResult {
   readonly json: Record<string, number | string | null>;
 }
 
-/**
- * Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports
- * medians. The rows' folders are removed once every row is measured (see `intoEmptyFolder`), or, given
- * `folders`, are added there for the caller to remove once it has measured all it will (`removeFolders`).
- */
-export async function hydrateBench(
-  model: ModelProcess,
-  o: HydrateBenchOptions & { readonly runs: number },
-  folders?: string[],
-): Promise<HydrateBenchResult> {
-  const kept = folders ?? [];
-  try {
-    return await measureRows(model, o, kept);
-  } finally {
-    if (!folders) await removeFolders(kept);
-  }
-}
-
 /** Removes the folders hydrate rows wrote. */
 export async function removeFolders(folders: readonly string[]): Promise<void> {
   for (const dir of folders) await rm(dir, { recursive: true, force: true });
 }
 
-async function measureRows(
+/**
+ * Seeds the hydrate bucket, measures every row `runs` times (rows taking turns within a round), and reports
+ * medians. The rows' folders are added to `kept`, for the caller to remove (`removeFolders`) once it has
+ * measured all it will (see `intoEmptyFolder`).
+ */
+export async function hydrateBench(
   model: ModelProcess,
   o: HydrateBenchOptions & { readonly runs: number },
   kept: string[],
@@ -367,22 +354,28 @@ async function main(): Promise<void> {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const model = await startModelProcess(Number(values['latency-ms']));
   startBusyCores(Number(values['busy-cores']));
+  const folders: string[] = [];
   try {
-    const result = await hydrateBench(model, {
-      objects: Number(values.objects),
-      runs: Number(values.runs),
-      concurrencies: values.concurrency ? values.concurrency.split(',').map(Number) : [undefined],
-      peers: !values['no-peers'],
-      baselineCli: values['baseline-cli'],
-      profileDir: values['cpu-prof-dir'],
-      only: values.only?.split(','),
-    });
+    const result = await hydrateBench(
+      model,
+      {
+        objects: Number(values.objects),
+        runs: Number(values.runs),
+        concurrencies: values.concurrency ? values.concurrency.split(',').map(Number) : [undefined],
+        peers: !values['no-peers'],
+        baselineCli: values['baseline-cli'],
+        profileDir: values['cpu-prof-dir'],
+        only: values.only?.split(','),
+      },
+      folders,
+    );
     process.stdout.write(
       `${result.header}; ${cpus().length} CPUs; node ${process.version}\n\n${result.table}\n${JSON.stringify(result.json)}\n`,
     );
   } finally {
     stopBusyCores();
     await model.stop();
+    await removeFolders(folders);
   }
 }
 

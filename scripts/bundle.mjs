@@ -9,7 +9,16 @@ import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const lambda = JSON.parse(readFileSync(join(root, 'infra', 'bundling.json'), 'utf8'));
-const common = { bundle: true, platform: 'node', sourcemap: true, logLevel: 'warning', absWorkingDir: root };
+// Both bundles load the same SDK, so both take its ES modules: a run loads only the commands it sends.
+const common = {
+  bundle: true,
+  platform: 'node',
+  sourcemap: true,
+  logLevel: 'warning',
+  absWorkingDir: root,
+  mainFields: lambda.mainFields,
+  supported: lambda.supported,
+};
 const targets = [
   {
     entryPoints: [lambda.entry],
@@ -20,12 +29,9 @@ const targets = [
     minify: lambda.minify,
     keepNames: lambda.keepNames,
     sourcemap: lambda.sourcemap,
-    mainFields: lambda.mainFields,
-    supported: lambda.supported,
     external: lambda.external,
   },
-  // The command loads the same SDK: its ES modules too, so a run loads only the commands it sends.
-  { entryPoints: ['bin/cli.ts'], outfile: 'dist/cli/cli.js', target: 'node20', mainFields: lambda.mainFields, supported: lambda.supported },
+  { entryPoints: ['bin/cli.ts'], outfile: 'dist/cli/cli.js', target: 'node20' },
 ];
 for (const t of targets) {
   if (!existsSync(join(root, t.entryPoints[0]))) continue;
