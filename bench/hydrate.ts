@@ -1,7 +1,8 @@
 /**
  * The hydrate rows of the benchmark: `datastore-indexer hydrate` of an unindexed root (heal, then download
  * every file), rclone copy as a user after speed runs it (`--transfers 32` with `--checkers 32`, with
- * `--fast-list`, with both; and its default 8 checkers, labelled so) and `aws s3 sync` (with
+ * `--fast-list`, with both; 128 and 256 transfers and checkers with `--fast-list`; and its default 8
+ * checkers, labelled so) and `aws s3 sync` (with
  * `max_concurrent_requests` at 128 through an AWS config file, as its users raise it) of the same root on
  * the S3 model, each into an empty folder, each a child process whose CPU time (user + sys, from the shell's
  * `times`) is counted, each run with the machine's load beside it (bench/load.ts).
@@ -104,14 +105,15 @@ function hydrateCommand(target: Target, concurrency?: number, cli = CLI, profile
 }
 
 /**
- * rclone copy's flags in each row: what a user after speed sets (the tuned rows, one with as many transfers as
- * hydrate's default downloads), and its default checkers.
+ * rclone copy's flags in each row: what a user after speed sets (the tuned rows: 128 transfers, and as many as
+ * hydrate's default downloads, faster still on this machine), and its default checkers.
  */
 export const RCLONE_COPY_ROWS = {
   'rclone copy --transfers 32 --checkers 32': ['--transfers', '32', '--checkers', '32'],
   'rclone copy --transfers 32 --fast-list': ['--transfers', '32', '--fast-list'],
   'rclone copy --transfers 32 --checkers 32 --fast-list': ['--transfers', '32', '--checkers', '32', '--fast-list'],
   'rclone copy --transfers 128 --checkers 128 --fast-list': ['--transfers', '128', '--checkers', '128', '--fast-list'],
+  'rclone copy --transfers 256 --checkers 256 --fast-list': ['--transfers', '256', '--checkers', '256', '--fast-list'],
   'rclone copy --transfers 32 (default 8 checkers, untuned)': ['--transfers', '32'],
 } as const satisfies Record<string, readonly string[]>;
 

@@ -52,6 +52,14 @@ export async function holdsOnly(path: string, besides: readonly string[] = []): 
 /** Bodies of at most this many bytes are read into memory and written in one call; larger ones stream to disk. */
 const BUFFERED_BODY_MAX = 1 << 20;
 
+/** Bytes of bodies a run's downloads hold in memory at once, at most, however many run at once. */
+const BUFFERED_BYTES = 128 << 20;
+
+/** The largest body each of `concurrency` downloads at once reads into memory: its share of the run's budget, 1 MiB at most. */
+export function bufferedBodyMax(concurrency: number): number {
+  return Math.min(BUFFERED_BODY_MAX, Math.floor(BUFFERED_BYTES / concurrency));
+}
+
 /**
  * Makes a folder and its missing parents one level at a time, failing with the path at fault: Node's
  * recursive mkdir spins forever under /proc, and a file in the way would otherwise surface as a bare ENOTDIR.
@@ -121,8 +129,9 @@ export function fileError(err: unknown, path: string): Error {
 
 /**
  * Downloads an object to its part file (a part path such as `numberedPartPath`'s), then renames it to
- * `path`: a run killed midway leaves at most a part file, which never counts as present. A body read whole
- * is written by `writer`'s thread; a larger one streams to disk from this one.
+ * `path`: a run killed midway leaves at most a part file, which never counts as present. A body of at most
+ * `bufferedMax` bytes (see `bufferedBodyMax`) is read whole and written by `writer`'s thread; a larger one
+ * streams to disk from this one.
  */
 export async function download(
   store: S3Store,
@@ -131,6 +140,7 @@ export async function download(
   part: string,
   dirs: Map<string, Promise<void>>,
   writer: CacheWriter,
+  bufferedMax: number,
 ): Promise<number> {
   const object = await store.open(key);
   if (!object)
@@ -139,7 +149,7 @@ export async function download(
       'It was deleted after the index was read; run hydrate again, which heals the index first',
     );
   const expected = object.info.size;
-  const body = expected > 0 && expected <= BUFFERED_BODY_MAX ? readBody(object.stream) : undefined;
+  const body = expected > 0 && expected <= bufferedMax ? readBody(object.stream) : undefined;
   try {
     let size: number;
     if (body) {

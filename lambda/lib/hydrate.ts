@@ -2,6 +2,7 @@
 import { realpath, rmdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import {
+  bufferedBodyMax,
   cachePathOf,
   download,
   holdsOnly,
@@ -26,14 +27,14 @@ import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 import type { S3Store } from './s3';
 
 /** Parallel downloads unless told otherwise: enough to hide a round trip's latency behind the others (docs/PERFORMANCE.md). */
-export const DEFAULT_HYDRATE_CONCURRENCY = 128;
+export const DEFAULT_HYDRATE_CONCURRENCY = 256;
 
 /** How to hydrate. */
 export interface HydrateOptions {
   readonly cacheDir: string;
   /** The folder under `cacheDir` the files land in (a namespace's, as current clients keep it); the index copy stays at `cacheDir`. */
   readonly subdir?: string;
-  /** Parallel downloads. @default DEFAULT_HYDRATE_CONCURRENCY (128) */
+  /** Parallel downloads. @default DEFAULT_HYDRATE_CONCURRENCY (256) */
   readonly concurrency?: number;
   /** Called once when another hydrate holds the cache's lock and this one waits its turn. */
   readonly onCacheWait?: (holder: string) => void;
@@ -174,7 +175,9 @@ async function fill(
   const partsDir = join(cacheDir, CACHE_PARTS_DIR);
   const writer = new CacheWriter([cacheDir]);
   try {
-    await mapLimit(index.entries.values(), options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY, async (entry, n) => {
+    const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
+    const bufferedMax = bufferedBodyMax(concurrency);
+    await mapLimit(index.entries.values(), concurrency, async (entry, n) => {
       let path: string;
       try {
         path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
@@ -197,7 +200,7 @@ async function fill(
           present++;
           return settle();
         }
-        const size = await download(store, base + entry.key, path, numberedPartPath(partsDir, n), dirs, writer);
+        const size = await download(store, base + entry.key, path, numberedPartPath(partsDir, n), dirs, writer, bufferedMax);
         bytes += size;
         pulled++;
       } catch (err) {

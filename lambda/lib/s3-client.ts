@@ -12,7 +12,7 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 const CONNECTION_TIMEOUT_MS = 5_000;
 
 /** Connections per client: no fewer than the most the library sends at once by default (`DEFAULT_HYDRATE_CONCURRENCY`), so no default queues for a socket. */
-const MAX_SOCKETS = 128;
+const MAX_SOCKETS = 256;
 
 /**
  * Builds an S3 client from swamp's settings; the SDK's adaptive retries absorb throttling, 5xx and timeouts.

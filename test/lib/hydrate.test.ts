@@ -2,7 +2,7 @@
 import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { cachePathOf, partPathOf } from '../../lambda/lib/cache-files';
+import { bufferedBodyMax, cachePathOf, partPathOf } from '../../lambda/lib/cache-files';
 import { UnsafeKeyError } from '../../lambda/lib/errors';
 import { healRoot } from '../../lambda/lib/heal';
 import { healAndHydrate, hydrateCache } from '../../lambda/lib/hydrate';
@@ -148,6 +148,32 @@ describe('hydrateCache', () => {
     // what the report (and the command's warning) says: what failed, and what to do
     expect(report.failed).toEqual([{ key: 'logs/gone.log', error: expect.stringMatching(/gone \(404\)\. .*run hydrate again/) }]);
     expect(await filesUnder(cacheDir)).toEqual(['.datastore-index.json', 'logs/a.log', 'logs/b.log']);
+  });
+
+  it('holds at most 128 MiB of bodies however many download at once: a body above its share streams, byte for byte', async () => {
+    expect([1, 128, 256].map(bufferedBodyMax)).toEqual([1 << 20, 1 << 20, 512 << 10]);
+    const store = await testStore();
+    // Around the share of 256 downloads at once (512 KiB) and of 128 (1 MiB): read whole or streamed, each lands whole.
+    const sizes = {
+      'logs/small.log': 9,
+      'logs/half.log': 512 << 10,
+      'logs/above-half.log': (512 << 10) + 1,
+      'logs/above-one.log': (1 << 20) + 1,
+    };
+    const bodies = Object.entries(sizes).map(([key, size], i) => [key, Buffer.alloc(size, 97 + i)] as const);
+    await putObjects(store, Object.fromEntries(bodies.map(([key, body]) => [`r/${key}`, body])));
+    const index = datastoreIndex(bodies.map(([key, body]) => indexEntry(key, { size: body.length })));
+    for (const concurrency of [undefined, 128]) {
+      const cacheDir = join(tmp, `cache-${concurrency ?? 'default'}`);
+
+      const report = await hydrateCache(connectStore(store.bucket), { root: { bucket: store.bucket, prefix: 'r' } }, index, {
+        cacheDir,
+        concurrency,
+      });
+
+      expect(report).toMatchObject({ pulled: 4, failed: [] });
+      for (const [key, body] of bodies) expect((await readFile(join(cacheDir, key))).equals(body)).toBe(true);
+    }
   });
 });
 
