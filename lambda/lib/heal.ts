@@ -6,7 +6,8 @@ import { type ScopeListing, healScope } from './heal-scope';
 import { type FedListing, healWhileListing, pagesInKeyOrder } from './heal-stream';
 import type { HealOptions, HealReport, ScopeReport } from './heal-types';
 import { PendingHint } from './index-hint';
-import { readLiveIndex } from './layouts/read';
+import type { SpeculativeRead } from './layouts/objects';
+import { readLiveIndex, readMonolithAhead } from './layouts/read';
 import { shardBaseFor } from './layouts/shard-chunk';
 import type { LiveIndex } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
@@ -44,9 +45,20 @@ export async function heal(run: HealRun): Promise<HealReport> {
   // The index a heal reads anyway tells the listing where to cut, once read (see `parallel-hint.ts`).
   const hint = new PendingHint();
   const listing = startListing(run, options.lister ?? parallelLister({ window: () => window, etags: false }), hint);
+  // The monolith too is read while the layout is, a round trip before its keys can cut the listing; a
+  // manifest that says shard-first stops that read at once.
+  let monolith = readMonolithAhead(run.store, target);
+  const dropMonolith = (): void => {
+    monolith?.drop();
+    monolith = undefined;
+  };
   try {
-    const shards = await shardBaseFor(run.store, target);
-    if (!shards) return await healWhole(run, listing, hint);
+    const shards = await shardBaseFor(run.store, target, (shardFirst) => shardFirst && dropMonolith()).catch((err: unknown) => {
+      dropMonolith();
+      throw err;
+    });
+    if (!shards) return await healWhole(run, listing, hint, monolith);
+    dropMonolith();
     hint.none();
     window = PARTITION_WINDOW;
     const listed = await healWhileListing(run, target, shards, { base: run.base, pages: listing.pages, namespaces: !options.namespace });
@@ -91,11 +103,15 @@ function startListing(run: HealRun, lister: Lister, hint: PendingHint): StartedL
 }
 
 /** The heal of a root whose own scope is not healed by partitions: the listing is held whole, then every scope is healed. */
-async function healWhole(run: HealRun, listing: StartedListing, hint: PendingHint): Promise<HealReport> {
+async function healWhole(run: HealRun, listing: StartedListing, hint: PendingHint, monolith?: SpeculativeRead): Promise<HealReport> {
   const { store, target, base, guard } = run;
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
-  // Its bytes cut the listing before they are parsed.
-  const early = readLiveIndex(store, target, { monolithBody: (bytes) => hint.fromBytes(bytes) });
+  // Its bytes cut the listing before they are parsed, as soon as they arrive: a hint only places cuts.
+  monolith?.result.then(
+    (object) => object && !object.notModified && hint.fromBytes(object.body),
+    () => undefined,
+  );
+  const early = readLiveIndex(store, target, { monolithBody: (bytes) => hint.fromBytes(bytes), monolithAhead: monolith });
   early.catch(() => undefined);
   hint.from(early);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.

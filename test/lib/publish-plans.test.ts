@@ -152,7 +152,7 @@ describe('publishIndex round trips', () => {
     expect(await store.head('p/.datastore.lock')).toBeUndefined();
   });
 
-  it('lists the root from its first request, reads the index while it lists, then only alongside the lock and for the re-check', async () => {
+  it('lists the root and reads the index from its first requests, then reads it only alongside the lock and for the re-check', async () => {
     const store = await testStore();
     const seeded = await seedDatastore(store, { prefix: 'early', objects: 8 });
     await putIndex(store, seeded.indexKey(), [indexEntry(seeded.expectedEntries()[0].key, { size: seeded.expectedEntries()[0].size })]);
@@ -166,13 +166,15 @@ describe('publishIndex round trips', () => {
     const indexReads = sent.flatMap((r, i) => (r.op === 'GetObject' && r.key === seeded.indexKey() ? [i] : []));
     const lastList = sent.map((r) => r.op).lastIndexOf('ListObjectsV2');
     const lockTake = sent.findIndex((r) => r.op === 'PutObject' && r.key === 'early/.datastore.lock');
-    // The listing goes out with the layout's read (the manifest), not after it.
+    // The listing and the index's read go out with the layout's read (the manifest), not after it.
     expect(
       sent
-        .slice(0, 2)
+        .slice(0, 3)
         .map((r) => r.op)
         .sort(),
-    ).toEqual(['GetObject', 'ListObjectsV2']);
+    ).toEqual(['GetObject', 'GetObject', 'ListObjectsV2']);
+    // Sent before the manifest's answer could be known: ahead of the manifest's own read.
+    expect(indexReads[0]).toBeLessThan(sent.findIndex((r) => r.op === 'GetObject' && r.key === 'early/_index/_meta.json'));
     expect(indexReads).toHaveLength(3);
     // sent before the listing's last page; the next one just before the lock is asked for (so answered alongside it)
     expect(indexReads[0]).toBeLessThan(lastList);

@@ -41,6 +41,19 @@ export interface ReadOptions {
   readonly monolithBytes?: (bytes: number) => void;
   /** Called with the monolith's bytes once downloaded, a turn of the event loop before they are parsed (a listing's hint). */
   readonly monolithBody?: (bytes: Uint8Array) => void;
+  /**
+   * The monolith's read, begun before this one (`readMonolithAhead`, so without `known` or `monolithBytes`):
+   * used rather than sent again, dropped where the manifest says shard-first.
+   */
+  readonly monolithAhead?: SpeculativeRead;
+}
+
+/**
+ * Begins reading a scope's monolith before its layout is known, for `ReadOptions.monolithAhead`; none for a
+ * scope last seen shard-first, whose read would most likely be wasted.
+ */
+export function readMonolithAhead(store: S3Store, scope: IndexScope): SpeculativeRead | undefined {
+  return store.layoutsSeen.get(manifestKeyOf(scope)) === 'shard-first' ? undefined : speculativeGet(store, indexKeyOf(scope), {});
 }
 
 /** Scopes remembered per store, at most: enough for every root and namespace a process serves. */
@@ -71,7 +84,8 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   // shard-first it is aborted, so a stale monolith is not downloaded. A scope last seen shard-first would
   // waste that read: it starts only once the manifest says it is needed (a wrong hint costs a round trip).
   const seenShardFirst = store.layoutsSeen.get(metaKey) === 'shard-first';
-  let monolith: SpeculativeRead | undefined = seenShardFirst ? undefined : speculativeGet(store, key, indexOptions);
+  let monolith: SpeculativeRead | undefined =
+    options.monolithAhead ?? (seenShardFirst ? undefined : speculativeGet(store, key, indexOptions));
   const monolithRead = (): SpeculativeRead => (monolith ??= speculativeGet(store, key, indexOptions));
   // A delta of a scope last seen shard-first reads its partition files alongside the manifest, not after
   // it: a round trip sooner. They are dropped when the manifest says otherwise.

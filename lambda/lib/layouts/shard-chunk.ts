@@ -18,10 +18,16 @@ export interface ShardBase {
  * The scope's manifest when a heal may go partition by partition: version 2, no publish record left, and
  * the partition files under `_index/` exactly those listed, none newer than the manifest. Undefined
  * otherwise: the whole read handles an unfinished publish, orphans, missing files and a bad manifest.
+ * `manifestRead` learns as soon as the manifest is read whether it says shard-first (version 2).
  */
-export async function shardBaseFor(store: S3Store, scope: IndexScope): Promise<ShardBase | undefined> {
+export async function shardBaseFor(
+  store: S3Store,
+  scope: IndexScope,
+  manifestRead?: (shardFirst: boolean) => void,
+): Promise<ShardBase | undefined> {
   const metaObject = await store.get(manifestKeyOf(scope));
   const read = metaObject ? readManifest(metaObject.body) : undefined;
+  manifestRead?.(read?.kind === 'v2');
   if (!metaObject || read?.kind !== 'v2') return undefined;
   if (await store.head(publishRecordKey(scope))) return undefined;
   const base = scopeBase(scope);
