@@ -6,13 +6,12 @@ import { type ScopeListing, healScope } from './heal-scope';
 import { type FedListing, healWhileListing, pagesInKeyOrder } from './heal-stream';
 import type { HealOptions, HealReport, ScopeReport } from './heal-types';
 import { PendingHint } from './index-hint';
-import type { SpeculativeRead } from './layouts/objects';
-import { readLiveIndex, readMonolithAhead } from './layouts/read';
+import { type ReadOptions, readLiveIndex, readMonolithAhead } from './layouts/read';
 import { shardBaseFor } from './layouts/shard-chunk';
 import type { LiveIndex } from './layouts/types';
 import { type Lister, type ScopedListing, listScopes } from './list';
 import { parallelLister } from './parallel-list';
-import type { ListPage, S3Store } from './s3';
+import type { ListPage, S3Store, StoredObject } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
 export type { HealMode, HealOptions, HealReport, ScopeReport } from './heal-types';
@@ -53,11 +52,16 @@ export async function heal(run: HealRun): Promise<HealReport> {
     monolith = undefined;
   };
   try {
-    const shards = await shardBaseFor(run.store, target, (shardFirst) => shardFirst && dropMonolith()).catch((err: unknown) => {
+    let manifest: { readonly object: StoredObject | undefined } | undefined;
+    const manifestRead = (object: StoredObject | undefined, shardFirst: boolean): void => {
+      manifest = { object };
+      if (shardFirst) dropMonolith();
+    };
+    const shards = await shardBaseFor(run.store, target, manifestRead).catch((err: unknown) => {
       dropMonolith();
       throw err;
     });
-    if (!shards) return await healWhole(run, listing, hint, monolith);
+    if (!shards) return await healWhole(run, listing, hint, { monolithAhead: monolith, manifest });
     dropMonolith();
     hint.none();
     window = PARTITION_WINDOW;
@@ -103,15 +107,20 @@ function startListing(run: HealRun, lister: Lister, hint: PendingHint): StartedL
 }
 
 /** The heal of a root whose own scope is not healed by partitions: the listing is held whole, then every scope is healed. */
-async function healWhole(run: HealRun, listing: StartedListing, hint: PendingHint, monolith?: SpeculativeRead): Promise<HealReport> {
+async function healWhole(
+  run: HealRun,
+  listing: StartedListing,
+  hint: PendingHint,
+  ahead: Pick<ReadOptions, 'monolithAhead' | 'manifest'>,
+): Promise<HealReport> {
   const { store, target, base, guard } = run;
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
   // Its bytes cut the listing before they are parsed, as soon as they arrive: a hint only places cuts.
-  monolith?.result.then(
+  ahead.monolithAhead?.result.then(
     (object) => object && !object.notModified && hint.fromBytes(object.body),
     () => undefined,
   );
-  const early = readLiveIndex(store, target, { monolithBody: (bytes) => hint.fromBytes(bytes), monolithAhead: monolith });
+  const early = readLiveIndex(store, target, { ...ahead, monolithBody: (bytes) => hint.fromBytes(bytes) });
   early.catch(() => undefined);
   hint.from(early);
   // The listing is held whole until every scope is healed: stop as soon as it could not fit.

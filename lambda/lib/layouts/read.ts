@@ -2,7 +2,7 @@
 import { parseIndex } from '../index-file';
 import { listShardPartitions } from '../list';
 import { indexKeyOf, manifestKeyOf } from '../names';
-import type { S3Store } from '../s3';
+import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import { type ShardMeta, readManifest, salvageManifest } from './manifest';
 import { withUnfinishedMirror } from './mirror';
@@ -46,6 +46,8 @@ export interface ReadOptions {
    * used rather than sent again, dropped where the manifest says shard-first.
    */
   readonly monolithAhead?: SpeculativeRead;
+  /** The manifest as read a moment before (by `shardBaseFor`; undefined when absent): not read again. */
+  readonly manifest?: { readonly object: StoredObject | undefined };
 }
 
 /**
@@ -92,7 +94,7 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const ahead = options.partitions && !shardPartitions && seenShardFirst ? readFilesAhead(store, scope, options.partitions) : undefined;
   let layout: LiveLayout = { layout: 'monolith' };
   try {
-    const metaObject = await store.get(metaKey);
+    const metaObject = options.manifest ? options.manifest.object : await store.get(metaKey);
     const read = metaObject ? readManifest(metaObject.body) : undefined;
     const listed = new Set(shardPartitions ?? []);
     if (metaObject && read?.kind === 'unparsable') {

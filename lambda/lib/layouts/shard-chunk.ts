@@ -1,7 +1,7 @@
 /** A shard-first scope read a few partitions at a time, for a heal that goes partition by partition. */
 import type { IndexEntry } from '../index-file';
 import { manifestKeyOf, partitionOfFile, publishRecordKey, scopeBase, SHARD_DIR } from '../names';
-import type { S3Store } from '../s3';
+import type { S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import { type ShardMeta, readManifest } from './manifest';
 import { type KnownFile, readShardFiles } from './shard-read';
@@ -18,16 +18,17 @@ export interface ShardBase {
  * The scope's manifest when a heal may go partition by partition: version 2, no publish record left, and
  * the partition files under `_index/` exactly those listed, none newer than the manifest. Undefined
  * otherwise: the whole read handles an unfinished publish, orphans, missing files and a bad manifest.
- * `manifestRead` learns as soon as the manifest is read whether it says shard-first (version 2).
+ * `manifestRead` is given the manifest (undefined when absent) as soon as it is read, and whether it says
+ * shard-first (version 2).
  */
 export async function shardBaseFor(
   store: S3Store,
   scope: IndexScope,
-  manifestRead?: (shardFirst: boolean) => void,
+  manifestRead?: (object: StoredObject | undefined, shardFirst: boolean) => void,
 ): Promise<ShardBase | undefined> {
   const metaObject = await store.get(manifestKeyOf(scope));
   const read = metaObject ? readManifest(metaObject.body) : undefined;
-  manifestRead?.(read?.kind === 'v2');
+  manifestRead?.(metaObject, read?.kind === 'v2');
   if (!metaObject || read?.kind !== 'v2') return undefined;
   if (await store.head(publishRecordKey(scope))) return undefined;
   const base = scopeBase(scope);
