@@ -115,11 +115,7 @@ async function healWhole(
 ): Promise<HealReport> {
   const { store, target, base, guard } = run;
   // The index of the scope known up front is read while the listing runs, not after it: a round trip less.
-  // Its bytes cut the listing before they are parsed, as soon as they arrive: a hint only places cuts.
-  ahead.monolithAhead?.result.then(
-    (object) => object && !object.notModified && hint.fromBytes(object.body),
-    () => undefined,
-  );
+  // Its bytes cut the listing before they are parsed.
   const early = readLiveIndex(store, target, { ...ahead, monolithBody: (bytes) => hint.fromBytes(bytes) });
   early.catch(() => undefined);
   hint.from(early);

@@ -11,23 +11,16 @@ const BACKSLASH = 0x5c;
 /** A hint promised to a listing now and given once the index is read (or given as none). */
 export class PendingHint {
   readonly promise: Promise<ListingHint | undefined>;
-  private resolve: (hint: ListingHint | undefined) => void = () => undefined;
-  private given = false;
+  private give: (hint: ListingHint | undefined) => void = () => undefined;
 
   constructor() {
     this.promise = new Promise((resolve) => {
-      this.resolve = resolve;
+      this.give = resolve;
     });
-  }
-
-  private give(hint: ListingHint | undefined): void {
-    this.given = true;
-    this.resolve(hint);
   }
 
   /** Gives a sample of the keys in an index file's bytes, downloaded and not yet parsed (see `sampledHint`); none when they hold no key. */
   fromBytes(bytes: Uint8Array): void {
-    if (this.given) return;
     const hint = sampledHint(bytes);
     if (hint) this.give(hint);
   }

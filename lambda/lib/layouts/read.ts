@@ -2,7 +2,7 @@
 import { parseIndex } from '../index-file';
 import { listShardPartitions } from '../list';
 import { indexKeyOf, manifestKeyOf } from '../names';
-import type { S3Store, StoredObject } from '../s3';
+import type { GetOptions, S3Store, StoredObject } from '../s3';
 import type { IndexScope } from '../scope';
 import { type ShardMeta, readManifest, salvageManifest } from './manifest';
 import { withUnfinishedMirror } from './mirror';
@@ -51,11 +51,15 @@ export interface ReadOptions {
 }
 
 /**
- * Begins reading a scope's monolith before its layout is known, for `ReadOptions.monolithAhead`; none for a
- * scope last seen shard-first, whose read would most likely be wasted.
+ * Begins reading a scope's monolith before its layout is known (for `ReadOptions.monolithAhead`, without
+ * `options`); none for a scope last seen shard-first, whose read would most likely be wasted.
  */
-export function readMonolithAhead(store: S3Store, scope: IndexScope): SpeculativeRead | undefined {
-  return store.layoutsSeen.get(manifestKeyOf(scope)) === 'shard-first' ? undefined : speculativeGet(store, indexKeyOf(scope), {});
+export function readMonolithAhead(
+  store: S3Store,
+  scope: IndexScope,
+  options: Omit<GetOptions, 'abortSignal'> = {},
+): SpeculativeRead | undefined {
+  return store.layoutsSeen.get(manifestKeyOf(scope)) === 'shard-first' ? undefined : speculativeGet(store, indexKeyOf(scope), options);
 }
 
 /** Scopes remembered per store, at most: enough for every root and namespace a process serves. */
@@ -86,8 +90,7 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   // shard-first it is aborted, so a stale monolith is not downloaded. A scope last seen shard-first would
   // waste that read: it starts only once the manifest says it is needed (a wrong hint costs a round trip).
   const seenShardFirst = store.layoutsSeen.get(metaKey) === 'shard-first';
-  let monolith: SpeculativeRead | undefined =
-    options.monolithAhead ?? (seenShardFirst ? undefined : speculativeGet(store, key, indexOptions));
+  let monolith = options.monolithAhead ?? readMonolithAhead(store, scope, indexOptions);
   const monolithRead = (): SpeculativeRead => (monolith ??= speculativeGet(store, key, indexOptions));
   // A delta of a scope last seen shard-first reads its partition files alongside the manifest, not after
   // it: a round trip sooner. They are dropped when the manifest says otherwise.
@@ -166,14 +169,23 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
     // Used by now where the manifest said shard-first; not wanted anywhere else.
     ahead?.drop();
   }
+  // The layout is not shard-first: the bytes are handed over as soon as they arrive, not after the mirror's reads.
+  const isUnchanged = (object: StoredObject): boolean => known?.etag !== undefined && (object.notModified || object.etag === known.etag);
+  const { monolithBody } = options;
+  const handedOver = monolithBody
+    ? monolithRead().result.then(
+        (object) => object && !isUnchanged(object) && monolithBody(object.body),
+        () => undefined,
+      )
+    : undefined;
   if (layout.mirror) layout = await withUnfinishedMirror(store, scope, layout, monolithRead());
   const checking = layout.layout === 'dual-write' && layout.mirror && !layout.badManifest ? options.mirrors : undefined;
   const mirrorFiles = checking && layout.mirror ? readMirrorAhead(store, scope, layout.mirror, checking) : undefined;
   const object = await monolithRead().result;
   if (!object) return { ...layout, state: 'absent' };
-  const unchanged = known?.etag !== undefined && (object.notModified || object.etag === known.etag);
-  if (!unchanged && options.monolithBody) {
-    options.monolithBody(object.body);
+  const unchanged = known !== undefined && isUnchanged(object);
+  if (!unchanged && handedOver) {
+    await handedOver;
     // The parse holds the thread a while: what the call set going (a listing's requests) is sent first.
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
