@@ -10,6 +10,7 @@ import { compareKeys } from './key-space';
 import { isSkippedObject, topFolder } from './keys';
 import type { ShardBase } from './layouts/shard-chunk';
 import { namespaceExists, notePartition } from './list';
+import { holdHeapGrowth } from './memory';
 import type { ListPage } from './s3';
 import type { IndexScope } from './scope';
 import { PartitionHeal } from './shard-heal';
@@ -59,11 +60,16 @@ export async function healWhileListing(
   shards: ShardBase,
   source: ListingSource,
 ): Promise<PartitionListing> {
-  const heal = new PartitionHeal(run, scope, shards);
-  const fed = await feedListing(run, heal, source);
-  const listingMs = Date.now() - run.listingStartedAt;
-  const report = await heal.finish();
-  return { report, namespaces: fed.namespaces, shardPartitions: fed.shardPartitions, objectsSeen: fed.objectsSeen, listingMs };
+  const release = holdHeapGrowth();
+  try {
+    const heal = new PartitionHeal(run, scope, shards);
+    const fed = await feedListing(run, heal, source);
+    const listingMs = Date.now() - run.listingStartedAt;
+    const report = await heal.finish();
+    return { report, namespaces: fed.namespaces, shardPartitions: fed.shardPartitions, objectsSeen: fed.objectsSeen, listingMs };
+  } finally {
+    release();
+  }
 }
 
 /**

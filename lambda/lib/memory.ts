@@ -4,12 +4,45 @@
  * from measured costs per object rather than sampling the process, so the same root trips at the same
  * count every time.
  */
-import { getHeapStatistics } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { IndexTooLargeError } from './errors';
 import { INDEX_KEY } from './names';
 
 /** The variable the Lambda runtime sets to the function's memory, in MiB. */
 export const LAMBDA_MEMORY_ENV = 'AWS_LAMBDA_FUNCTION_MEMORY_SIZE';
+
+/** How far V8 lets its heap grow past what a full collection leaves live while a heal by partitions runs, in percent (see `holdHeapGrowth`). */
+export const PARTITION_HEAP_GROWTH = 75;
+
+/**
+ * The V8 heap limit from which V8 lets the heap grow to as much as four times what is live. It grows a
+ * smaller heap (a Lambda function's of 1024 MiB, say) by less than `PARTITION_HEAP_GROWTH` already, and
+ * `holdHeapGrowth` leaves it so.
+ */
+const FREE_GROWTH_LIMIT = 2048 * 1024 * 1024;
+
+/** Holds of `holdHeapGrowth` not yet released: the growth is set by the first and given back by the last. */
+let growthHolds = 0;
+
+/**
+ * Keeps V8's heap from growing more than `PARTITION_HEAP_GROWTH` percent past what a full collection
+ * leaves live, until the returned function is called. A heal by partitions keeps little live and lets go
+ * of much (every listed object, every partition file written): under V8's own growth, as much as four
+ * times what is live, the process would hold that garbage rather than the bound the heal keeps.
+ * Collecting sooner costs some CPU. A smaller heap's growth, or one given on the command line, is kept.
+ */
+export function holdHeapGrowth(): () => void {
+  const given = process.execArgv.some((flag) => /^--heap[-_]growing[-_]percent\b/.test(flag));
+  if (given || getHeapStatistics().heap_size_limit < FREE_GROWTH_LIMIT) return () => undefined;
+  if (growthHolds++ === 0) setFlagsFromString(`--heap-growing-percent=${PARTITION_HEAP_GROWTH}`);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    // Zero is V8's own: the growth it works out from how fast it collects.
+    if (--growthHolds === 0) setFlagsFromString('--heap-growing-percent=0');
+  };
+}
 
 /** What a heal may hold, and the memory the process has, said as a user reads it. */
 export interface MemoryBudget {

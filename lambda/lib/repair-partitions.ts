@@ -8,7 +8,8 @@ import { PARTITION_WINDOW, healGathered, healRoot } from './heal';
 import { HealRun } from './heal-run';
 import { feedListing } from './heal-stream';
 import type { HealReport, ScopeReport } from './heal-types';
-import { shardBaseFor } from './layouts/shard-chunk';
+import { type ShardBase, shardBaseFor } from './layouts/shard-chunk';
+import { holdHeapGrowth } from './memory';
 import { repairPartsDir, repairProgressKey } from './names';
 import { parallelLister } from './parallel-list';
 import type { RepairProgress, ResumableRepairOptions, ResumableRepairResult } from './repair-types';
@@ -63,6 +64,22 @@ export async function repairByPartitions(
 ): Promise<ResumableRepairResult | undefined> {
   const shards = await shardBaseFor(store, options.namespace ? { root, namespace: options.namespace } : { root });
   if (!shards) return undefined;
+  const release = holdHeapGrowth();
+  try {
+    return await repairShards(store, root, options, progress, shards);
+  } finally {
+    release();
+  }
+}
+
+/** `repairByPartitions` of a scope found whole shard-first (`shards`). */
+async function repairShards(
+  store: S3Store,
+  root: DatastoreRoot,
+  options: ResumableRepairOptions,
+  progress: RepairProgress | undefined,
+  shards: ShardBase,
+): Promise<ResumableRepairResult> {
   const saving = options.mode === 'repair';
   const saved = progress?.byPartitions ? await loadRun(store, progress) : undefined;
   const earlier = saved ? progress : undefined;

@@ -1,4 +1,9 @@
-/** A root too large for the memory a heal has: it stops with IndexTooLargeError before memory runs out, and writes nothing. */
+/**
+ * A root too large for the memory a heal has: it stops with IndexTooLargeError before memory runs out, and
+ * writes nothing. A heal by partitions keeps V8's heap near what is live.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { IndexTooLargeError } from '../../lambda/lib/errors';
 import { MEMORY_COST, MemoryGuard, memoryBudget } from '../../lambda/lib/memory';
 import { healRoot } from '../../lambda/lib/heal';
@@ -111,5 +116,49 @@ describe('a heal with too little memory', () => {
     });
     await expect(run).rejects.toThrow(IndexTooLargeError);
     expect(await snapshotBucket(store)).toEqual(before);
+  });
+});
+
+describe('holdHeapGrowth', () => {
+  /**
+   * A process that keeps a set of objects live and lets go of many more after they have lived a while (as a
+   * heal by partitions lets go of listed objects and partition files), with V8's growth as `mode` leaves it;
+   * answers the largest heap it saw, in MiB.
+   */
+  function largestHeap(mode: 'default' | 'held' | 'released', flags: string[] = []): number {
+    const script = `
+      const { holdHeapGrowth } = require(${JSON.stringify(join(__dirname, '../../lambda/lib/memory.ts'))});
+      const { getHeapStatistics } = require('node:v8');
+      const mode = ${JSON.stringify(mode)};
+      if (mode !== 'default') { const release = holdHeapGrowth(); if (mode === 'released') release(); }
+      let seed = 1;
+      const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648).toString(36);
+      const live = Array.from({ length: 150000 }, (_, i) => ({ key: 'data/model/type-' + i + '/' + next(), n: i }));
+      const recent = [];
+      let largest = 0;
+      for (let b = 0; b < 300; b++) {
+        recent.push(Array.from({ length: 20000 }, (_, i) => ({ key: 'gone/' + b + '/' + i + '/' + next(), n: i })));
+        if (recent.length > 4) recent.shift();
+        largest = Math.max(largest, getHeapStatistics().total_heap_size);
+      }
+      process.stdout.write(JSON.stringify({ largest: Math.round(largest / 1048576), live: live.length }));
+    `;
+    const run = spawnSync(process.execPath, [...flags, '--import', 'tsx', '-e', script], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(run.stderr);
+    return (JSON.parse(run.stdout) as { largest: number }).largest;
+  }
+
+  test('keeps the heap near what is live while held, and gives V8 its own growth back once released', () => {
+    const own = largestHeap('default');
+    // WHEN the growth is held, the same work keeps a much smaller heap
+    expect(largestHeap('held')).toBeLessThan(0.7 * own);
+    // ...and once released, the heap grows as V8 would have it
+    expect(largestHeap('released')).toBeGreaterThan(0.85 * own);
+  });
+
+  test('leaves a smaller heap, which V8 grows by less already (a Lambda function of 1024 MiB), as V8 grows it', () => {
+    const lambdaHeap = ['--max-old-space-size=921', '--max-semi-space-size=51'];
+    // Held at PARTITION_HEAP_GROWTH regardless, this heap grows larger than V8 grows it.
+    expect(largestHeap('held', lambdaHeap)).toBeLessThan(1.04 * largestHeap('default', lambdaHeap));
   });
 });
