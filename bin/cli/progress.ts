@@ -14,11 +14,11 @@ export class Progress {
     readonly live = out.isTTY === true,
   ) {}
 
-  /** Shows a one-line status (e.g. "Healing …") until the next output replaces it. */
+  /** Shows a one-line status (e.g. "Healing …") until the next output replaces it; the download bar, once shown, keeps the line. */
   status(text: string): void {
     this.statusText = text;
     this.listedShownAt = 0;
-    if (!this.live) return;
+    if (!this.live || this.bar) return;
     this.clearStatus();
     this.out.write(text);
     this.statusShown = true;
@@ -50,6 +50,8 @@ export class Progress {
         Presets.shades_classic,
       );
       this.bar.start(total, 0);
+    } else if (this.bar.getTotal() !== total) {
+      this.bar.setTotal(total);
     }
     this.bar.update(done);
   }

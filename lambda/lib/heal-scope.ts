@@ -3,7 +3,7 @@ import { confirmDoubtful } from './confirm';
 import { type Drift, diffIndex, driftCounts, healIndex, isClean, recentOrphans } from './drift';
 import type { HealRun } from './heal-run';
 import type { ScopeReport } from './heal-types';
-import type { IndexEntry, ListedObject } from './index-file';
+import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
 import { firstDriftKeys } from './key-sample';
 import { isRefusedKey, partitionOf } from './keys';
 import { readLiveIndex } from './layouts/read';
@@ -53,6 +53,13 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
   const recent = (entry: IndexEntry | undefined): boolean => !(Date.parse(entry?.lastModified ?? '') < run.since);
   // Keys some earlier read of the index held during this heal.
   const indexedBefore = new Set<string>();
+  // The first plan is heard (see `HealOptions.onPlanned`), unless the index it read is held as it is.
+  let heard = false;
+  const planned = (index: DatastoreIndex, live: LiveIndex): void => {
+    if (heard || live.hold) return;
+    heard = true;
+    run.options.onPlanned?.(scope, index);
+  };
   return async (live: LiveIndex): Promise<Plan<HealFacts>> => {
     const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const raw = diffIndex(entries, indexable);
@@ -85,10 +92,15 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
     const drift: Drift = { missing, stale: raw.stale.filter((k) => !confirmed.there.has(k)), resized };
     const facts = { drift, unshardable, refusedStale };
     // Entries true: nothing to write, or the same index again to finish the layout (the monolith is not rewritten).
-    if (live.state === 'valid' && isClean(drift)) return { index: live.pending ? live.index : undefined, facts };
+    if (live.state === 'valid' && isClean(drift)) {
+      planned(live.index, live);
+      return { index: live.pending ? live.index : undefined, facts };
+    }
     // A whole index is copied and written next, beside the listing: stop here rather than run out of memory.
     if (live.layout !== 'shard-first') run.guard.healing(describeScope(scope), indexable.size, entries.size, run.options.mode === 'repair');
-    return { index: healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable), facts };
+    const index = healIndex(baseIndexOf(live), drift, indexable, live.shards?.adoptable);
+    planned(index, live);
+    return { index, facts };
   };
 }
 

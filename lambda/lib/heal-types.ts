@@ -5,7 +5,7 @@ import type { Layout } from './layouts/types';
 import type { Lister, ScopedListing } from './list';
 import type { MemoryBudget } from './memory';
 import type { PublishEvent, PublishOptions } from './publish';
-import type { DatastoreRoot } from './scope';
+import type { DatastoreRoot, IndexScope } from './scope';
 
 /** `check` reports drift and writes nothing; `repair` publishes the healed index. */
 export type HealMode = 'check' | 'repair';
@@ -31,6 +31,13 @@ export interface HealOptions {
   readonly skipNamespace?: (namespace: string) => boolean;
   /** Hears the count of objects listed so far, after each page of the root's listing. */
   readonly onListed?: (objectsListed: number) => void;
+  /**
+   * Hears, once per scope healed whole and before anything of it is published, the index its first plan
+   * leaves: the healed index, or the index as read when it was true. A scope whose index is held, or that is
+   * healed by partitions, is not heard. The index published may still differ (another writer's change read
+   * under the lock); the scope's report says what was.
+   */
+  readonly onPlanned?: (scope: IndexScope, index: DatastoreIndex) => void;
   /**
    * Bytes the heal may hold (its estimate: listing, the index read, the healed copy, the index as written);
    * past them a monolith or dual-write scope stops with `IndexTooLargeError`, having written nothing.

@@ -20,7 +20,7 @@ import { CacheWriter, linkRefusal } from './cache-writer';
 import { mapLimit } from './concurrency';
 import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError, UnexpectedError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
-import { type DatastoreIndex, serializeIndex } from './index-file';
+import { type DatastoreIndex, type IndexEntry, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import { CACHE_PARTS_DIR, CONTROL_DIR, INDEX_KEY, scopeBase } from './names';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
@@ -149,6 +149,112 @@ function fileFolderCollisions(keys: Iterable<string>): Map<string, string> {
   return collisions;
 }
 
+/**
+ * The downloads of one hydrate into an open cache, in one or more passes over an index's entries (the
+ * index a heal planned, then what it published beside it), tallied together.
+ */
+class Hydration {
+  private readonly refused: string[] = [];
+  private readonly failed: { key: string; error: string }[] = [];
+  private readonly archived: ArchivedKey[] = [];
+  private pulled = 0;
+  private present = 0;
+  private bytes = 0;
+  private done = 0;
+  private total = 0;
+  /** Downloads numbered across passes: each names its own part file. */
+  private numbered = 0;
+  private stopped = false;
+  private passes = 0;
+  private readonly dirs: Map<string, Promise<void>>;
+  private readonly base: string;
+
+  constructor(
+    private readonly store: S3Store,
+    scope: IndexScope,
+    private readonly options: HydrateOptions,
+    private readonly cacheDir: string,
+  ) {
+    this.base = scopeBase(scope);
+    this.dirs = new Map([[cacheDir, Promise.resolve()]]);
+  }
+
+  /** Downloads what the cache lacks of `entries`, keys of `index` (which decides where folders must be). */
+  async pull(index: DatastoreIndex, entries: readonly IndexEntry[]): Promise<void> {
+    const { options, cacheDir, dirs } = this;
+    // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
+    // The control folder, never empty here since it holds our lock, does not count: no indexed key lands in it.
+    // Only the first pass may trust that: a later one follows the files the first wrote.
+    const control = CONTROL_DIR.slice(0, -1);
+    const startedEmpty = this.passes++ === 0 && (await holdsOnly(cacheDir, options.subdir?.split('/')[0] === control ? [] : [control]));
+    this.total += entries.length;
+    const settle = (): void => options.onProgress?.(++this.done, this.total);
+    const collisions = fileFolderCollisions(index.entries.keys());
+    const partsDir = join(cacheDir, CACHE_PARTS_DIR);
+    const writer = new CacheWriter([cacheDir]);
+    const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
+    const bufferedMax = bufferedBodyMax(concurrency);
+    try {
+      await mapLimit(entries, concurrency, async (entry) => {
+        if (this.stopped) return;
+        let path: string;
+        try {
+          path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
+        } catch {
+          this.refused.push(entry.key);
+          return settle();
+        }
+        const folderKey = collisions.get(entry.key);
+        if (folderKey !== undefined) {
+          const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
+          this.failed.push({ key: entry.key, error });
+          return settle();
+        }
+        try {
+          const local = startedEmpty ? undefined : localFile(path);
+          if (local?.isSymbolicLink()) throw linkRefusal(path);
+          if (local?.isFile() && local.size === entry.size) {
+            // Present only if reached through real folders: a linked folder's files lie outside the cache.
+            await madeDir(dirs, dirname(path));
+            this.present++;
+            return settle();
+          }
+          const part = numberedPartPath(partsDir, this.numbered++);
+          const size = await download(this.store, this.base + entry.key, path, part, dirs, writer, bufferedMax);
+          this.bytes += size;
+          this.pulled++;
+        } catch (err) {
+          if (err instanceof ArchivedObjectError)
+            this.archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
+          else this.failed.push({ key: entry.key, error: (err as Error).message });
+        }
+        settle();
+      });
+    } finally {
+      await writer.close();
+    }
+  }
+
+  /** Starts no further download; those begun still finish. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Keeps `index` beside the files (swamp's own copy) and reports what every pass did. */
+  async finish(index: DatastoreIndex): Promise<HydrateReport> {
+    // A failure (a full disk) is reported like a file's.
+    const indexCopy = join(this.cacheDir, INDEX_KEY);
+    await writeAtomically(indexCopy, partPathOf(this.cacheDir, indexCopy), serializeIndex(index), this.dirs).catch((err: Error) =>
+      this.failed.push({ key: INDEX_KEY, error: err.message }),
+    );
+    const { pulled, present, bytes, refused, failed, archived } = this;
+    refused.sort();
+    failed.sort((a, b) => (a.key < b.key ? -1 : 1));
+    archived.sort((a, b) => (a.key < b.key ? -1 : 1));
+    return { pulled, present, bytes, refused, failed, archived };
+  }
+}
+
 async function fill(
   store: S3Store,
   scope: IndexScope,
@@ -156,72 +262,9 @@ async function fill(
   options: HydrateOptions,
   cacheDir: string,
 ): Promise<HydrateReport> {
-  // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
-  // The control folder, never empty here since it holds our lock, does not count: no indexed key lands in it.
-  const control = CONTROL_DIR.slice(0, -1);
-  const startedEmpty = await holdsOnly(cacheDir, options.subdir?.split('/')[0] === control ? [] : [control]);
-  const base = scopeBase(scope);
-  const refused: string[] = [];
-  const failed: { key: string; error: string }[] = [];
-  const archived: ArchivedKey[] = [];
-  const total = index.entries.size;
-  let pulled = 0;
-  let present = 0;
-  let bytes = 0;
-  let done = 0;
-  const settle = (): void => options.onProgress?.(++done, total);
-  const dirs = new Map([[cacheDir, Promise.resolve()]]);
-  const collisions = fileFolderCollisions(index.entries.keys());
-  const partsDir = join(cacheDir, CACHE_PARTS_DIR);
-  const writer = new CacheWriter([cacheDir]);
-  try {
-    const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
-    const bufferedMax = bufferedBodyMax(concurrency);
-    await mapLimit(index.entries.values(), concurrency, async (entry, n) => {
-      let path: string;
-      try {
-        path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
-      } catch {
-        refused.push(entry.key);
-        return settle();
-      }
-      const folderKey = collisions.get(entry.key);
-      if (folderKey !== undefined) {
-        const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
-        failed.push({ key: entry.key, error });
-        return settle();
-      }
-      try {
-        const local = startedEmpty ? undefined : localFile(path);
-        if (local?.isSymbolicLink()) throw linkRefusal(path);
-        if (local?.isFile() && local.size === entry.size) {
-          // Present only if reached through real folders: a linked folder's files lie outside the cache.
-          await madeDir(dirs, dirname(path));
-          present++;
-          return settle();
-        }
-        const size = await download(store, base + entry.key, path, numberedPartPath(partsDir, n), dirs, writer, bufferedMax);
-        bytes += size;
-        pulled++;
-      } catch (err) {
-        if (err instanceof ArchivedObjectError) archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
-        else failed.push({ key: entry.key, error: (err as Error).message });
-      }
-      settle();
-    });
-  } finally {
-    await writer.close();
-  }
-
-  // swamp keeps its own copy of the index beside the files it describes; a failure (a full disk) is reported like a file's.
-  const indexCopy = join(cacheDir, INDEX_KEY);
-  await writeAtomically(indexCopy, partPathOf(cacheDir, indexCopy), serializeIndex(index), dirs).catch((err: Error) =>
-    failed.push({ key: INDEX_KEY, error: err.message }),
-  );
-  refused.sort();
-  failed.sort((a, b) => (a.key < b.key ? -1 : 1));
-  archived.sort((a, b) => (a.key < b.key ? -1 : 1));
-  return { pulled, present, bytes, refused, failed, archived };
+  const hydration = new Hydration(store, scope, options, cacheDir);
+  await hydration.pull(index, [...index.entries.values()]);
+  return hydration.finish(index);
 }
 
 /** How to heal a root and then hydrate a cache from one of its indexes. */
@@ -230,7 +273,7 @@ export interface HealAndHydrateOptions extends HydrateOptions {
   readonly namespace?: string;
   /** How to heal; the mode is always 'repair'. */
   readonly heal?: Omit<HealOptions, 'mode' | 'namespace'>;
-  /** Called once the heal is done, before the first download. */
+  /** Called once the heal is done; downloads of the index it planned may have begun. */
   readonly onHealed?: (report: HealReport) => void;
 }
 
@@ -245,8 +288,9 @@ export interface HealAndHydrateReport {
 }
 
 /**
- * Heals a root's index (absent, unreadable or drifted) and then downloads what the cache lacks from it:
- * what a swamp client needs before its first pull from a bucket written by others.
+ * Heals a root's index (absent, unreadable or drifted) and downloads what the cache lacks from it: what a
+ * swamp client needs before its first pull from a bucket written by others. Downloads begin once the heal has
+ * planned the index, while it publishes; what the index published adds to that plan is pulled after.
  * @example await healAndHydrate(S3Store.connect(config, config.bucket), rootOf(config), { cacheDir: '.swamp/cache' })
  */
 export async function healAndHydrate(store: S3Store, root: DatastoreRoot, options: HealAndHydrateOptions): Promise<HealAndHydrateReport> {
@@ -254,22 +298,63 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
   // written stops the run with nothing changed in S3; a folder made for a run that failed is removed again.
   const cache = await openCache(options);
   try {
-    const heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace });
+    const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+    // Current clients keep a namespace's files under `<cache>/<namespace>/`.
+    const hydration = new Hydration(store, scope, { ...options, subdir: options.namespace }, cache.dir);
+    // Downloads begin once the heal has planned the index, while it publishes that index (and heals the
+    // root's other indexes): every entry it plans names an object S3 was seen to hold, at the size it held.
+    let early: { readonly index: DatastoreIndex; readonly pulls: Promise<void> } | undefined;
+    const onPlanned = (healed: IndexScope, index: DatastoreIndex): void => {
+      options.heal?.onPlanned?.(healed, index);
+      if (early || healed.namespace !== options.namespace) return;
+      const pulls = hydration.pull(index, [...index.entries.values()]);
+      pulls.catch(() => undefined);
+      early = { index, pulls };
+    };
+    const stopEarly = async (): Promise<void> => {
+      hydration.stop();
+      await early?.pulls.catch(() => undefined);
+    };
+    let heal: HealReport;
+    try {
+      heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace, onPlanned });
+    } catch (err) {
+      await stopEarly();
+      throw err;
+    }
     const report = heal.scopes.find((s) => s.namespace === options.namespace);
-    if (!report)
+    if (!report) {
+      await stopEarly();
       throw new UnexpectedError('hydrate', {
         name: 'MissingScopeReport',
         message: `the heal reported no index for ${describeScope({ root, namespace: options.namespace })}`,
       });
+    }
     options.onHealed?.(heal);
-    const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-    const index = report.index ?? (await indexAfterHeal(store, scope, report));
-    // Current clients keep a namespace's files under `<cache>/<namespace>/`.
-    const hydrate = await fill(store, scope, index, { ...options, subdir: options.namespace }, cache.dir);
+    // An index found true and left as it was is the one planned; any other not published by this heal is read again.
+    const asPlanned = early && !report.published && foundTrue(report) ? early.index : undefined;
+    const index = await (report.index ??
+      asPlanned ??
+      indexAfterHeal(store, scope, report).catch(async (err: unknown) => {
+        await stopEarly();
+        throw err;
+      }));
+    if (early) await early.pulls;
+    // What the publish changed against the plan (another writer's entries read under the lock) is pulled now.
+    const planned = early?.index.entries;
+    const rest = planned ? [...index.entries.values()].filter((e) => planned.get(e.key)?.size !== e.size) : [...index.entries.values()];
+    if (rest.length > 0 || !early) await hydration.pull(index, rest);
+    const hydrate = await hydration.finish(index);
     return { heal, scope: report, entries: index.entries.size, hydrate };
   } finally {
     await cache.close();
   }
+}
+
+/** Whether a scope's heal found its index true: no drift, nothing refused in it. */
+function foundTrue(report: ScopeReport): boolean {
+  const { missing, stale, resized } = report.drift;
+  return report.indexState === 'valid' && missing + stale + resized === 0;
 }
 
 /** The live index of a scope the heal found true. */

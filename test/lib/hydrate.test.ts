@@ -6,10 +6,21 @@ import { bufferedBodyMax, cachePathOf, partPathOf } from '../../lambda/lib/cache
 import { UnsafeKeyError } from '../../lambda/lib/errors';
 import { healRoot } from '../../lambda/lib/heal';
 import { healAndHydrate, hydrateCache } from '../../lambda/lib/hydrate';
-import { type DatastoreIndex, parseIndex } from '../../lambda/lib/index-file';
+import { type DatastoreIndex, parseIndex, serializeIndex } from '../../lambda/lib/index-file';
 import { S3Store } from '../../lambda/lib/s3';
 import { datastoreIndex, indexEntry } from '../helpers/factories';
-import { connectStore, faultyClient, putObjects, readIndex, seedDatastore, testStore, type SeededDatastore } from '../helpers/s3';
+import {
+  connectStore,
+  faultyClient,
+  hookedStore,
+  putObject,
+  putObjects,
+  readIndex,
+  seedDatastore,
+  testStore,
+  trackRequests,
+  type SeededDatastore,
+} from '../helpers/s3';
 
 let tmp: string;
 beforeEach(async () => {
@@ -265,6 +276,73 @@ describe('healAndHydrate', () => {
     expect(await filesUnder(cacheDir)).toEqual(
       [...[...seeded.objects.get('team')!.keys()].map((k) => `team/${k}`), '.datastore-index.json'].sort(),
     );
+  });
+});
+
+describe('healAndHydrate, downloads beside the publish', () => {
+  it('begins downloading the index it planned before that index is written, and keeps the index published', async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'hp', objects: 12 });
+    const cacheDir = join(tmp, 'cache');
+    const hydrating = connectStore(store.bucket);
+    const requests = trackRequests(hydrating);
+
+    const report = await healAndHydrate(hydrating, seeded.root, { cacheDir });
+
+    const firstData = requests.findIndex((r) => r.op === 'GetObject' && seeded.objects.get('')!.has(r.key!.slice('hp/'.length)));
+    const indexWritten = requests.findIndex((r) => r.op === 'PutObject' && r.key === seeded.indexKey());
+    expect(firstData).toBeGreaterThanOrEqual(0);
+    expect(firstData).toBeLessThan(indexWritten);
+    expect(report.scope).toMatchObject({ indexState: 'absent', published: true });
+    expect(report.hydrate).toMatchObject({ pulled: 12, present: 0, failed: [] });
+    await expectCacheMatches(cacheDir, seeded);
+    const copy = parseIndex(await readFile(join(cacheDir, '.datastore-index.json')));
+    expect(copy.ok && copy.index.entries).toEqual((await readIndex(store, seeded.indexKey()))!.entries);
+  });
+
+  it('downloads from an index found true as the heal read it, without reading it again', async () => {
+    const { seeded } = await indexedRoot('ht', 8);
+    const cacheDir = join(tmp, 'cache');
+    const hydrating = connectStore(seeded.store.bucket);
+    const requests = trackRequests(hydrating);
+
+    const report = await healAndHydrate(hydrating, seeded.root, { cacheDir });
+
+    expect(report.scope).toMatchObject({ indexState: 'valid', published: false, drift: { missing: 0, stale: 0, resized: 0 } });
+    expect(report.hydrate).toMatchObject({ pulled: 8, failed: [] });
+    expect(requests.filter((r) => r.op === 'GetObject' && r.key === seeded.indexKey())).toHaveLength(1);
+    await expectCacheMatches(cacheDir, seeded);
+  });
+
+  it("pulls what another writer's index adds while the heal publishes, and keeps the index it published", async () => {
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'hw', objects: 6 });
+    const cacheDir = join(tmp, 'cache');
+    const late = 'late/upload.bin';
+    const body = Buffer.from('written by a client that takes no lock');
+    // A client uploads, then writes its index without the lock, just before the heal's first write of it.
+    let raced = 0;
+    const racing = hookedStore(store.bucket, {
+      async beforePut(key) {
+        if (key !== seeded.indexKey() || raced++ > 0) return;
+        await putObject(store, `hw/${late}`, body);
+        const entry = indexEntry(late, { size: body.length, lastModified: new Date().toISOString(), sha256: 'c'.repeat(64) });
+        await putObject(store, key, serializeIndex(datastoreIndex([entry])));
+      },
+    });
+
+    const report = await healAndHydrate(racing, seeded.root, { cacheDir });
+
+    expect(raced).toBe(2);
+    expect(report.scope).toMatchObject({ published: true, conflicts: 1 });
+    const published = (await readIndex(store, seeded.indexKey()))!;
+    expect(published.entries.get(late)?.sha256).toBe('c'.repeat(64));
+    expect(report.entries).toBe(7);
+    expect(report.hydrate).toMatchObject({ pulled: 7, present: 0, failed: [] });
+    await expectCacheMatches(cacheDir, seeded);
+    expect((await readFile(join(cacheDir, late))).equals(body)).toBe(true);
+    const copy = await readFile(join(cacheDir, '.datastore-index.json'));
+    expect(copy.equals(Buffer.from(serializeIndex(published)))).toBe(true);
   });
 });
 
