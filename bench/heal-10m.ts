@@ -46,8 +46,8 @@ interface Invocation {
   readonly seconds: number;
 }
 
-/** The heap flags the Lambda runtime gives a function of `memoryMb` (as `bench/memory-reach.ts` does): a tenth as new space, the rest old. */
-const heapFlags = (memoryMb: number): string[] => [
+/** The heap flags the Lambda runtime gives a function of `memoryMb`: a tenth as new space (half of it per semi-space), the rest old. */
+export const lambdaHeapFlags = (memoryMb: number): string[] => [
   `--max-old-space-size=${memoryMb - Math.floor(memoryMb / 10)}`,
   `--max-semi-space-size=${Math.floor(memoryMb / 20)}`,
 ];
@@ -55,7 +55,7 @@ const heapFlags = (memoryMb: number): string[] => [
 function invokeOnce(env: NodeJS.ProcessEnv, event: unknown, timeoutMs: number, memoryMb: number): Promise<Invocation> {
   const resultFile = join(tmpdir(), `invoke-once-${process.pid}-${Date.now()}.json`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...heapFlags(memoryMb), join(__dirname, 'invoke-once.js')], {
+    const child = spawn(process.execPath, [...lambdaHeapFlags(memoryMb), join(__dirname, 'invoke-once.js')], {
       env: {
         ...env,
         LAMBDA_BUNDLE,

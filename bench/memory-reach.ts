@@ -19,6 +19,7 @@ import { createS3Client } from '../lambda/lib/s3-client';
 import { listScopes, sequentialLister } from '../lambda/lib/list';
 import { repairResumable } from '../lambda/lib/repair';
 import { startModelProcess } from './model';
+import { lambdaHeapFlags } from './heal-10m';
 
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'bench', AWS_SECRET_ACCESS_KEY: 'bench', AWS_REGION: 'us-east-1' };
 
@@ -69,11 +70,7 @@ async function main(): Promise<void> {
   const counts = values.objects.split(',').map(Number);
   const kinds = values.indexed.split(',');
   Object.assign(process.env, CREDENTIALS);
-  // What the Lambda runtime gives V8 at this memory: a tenth as new space (half of it per semi-space), the rest as old space.
-  const heapFlags = [
-    `--max-old-space-size=${memoryMib - Math.floor(memoryMib / 10)}`,
-    `--max-semi-space-size=${Math.floor(memoryMib / 20)}`,
-  ];
+  const heapFlags = lambdaHeapFlags(memoryMib);
   const model = await startModelProcess(0);
   try {
     for (const [n, count] of counts.entries()) {
