@@ -61,3 +61,19 @@ describe('the listing progress', () => {
     expect(pipe.text()).toBe('');
   });
 });
+
+describe('the download bar', () => {
+  it('keeps its line from a later status, and follows a total that grows', () => {
+    const tty = terminal();
+    const progress = new Progress(tty.stream);
+
+    progress.status('Healing the index of s3://b/swamp…');
+    progress.update(1, 10);
+    progress.status('Comparing the cache with the index…');
+    progress.update(11, 12);
+    progress.stop();
+
+    expect(tty.text()).not.toContain('Comparing');
+    expect(tty.text()).toContain('11/12 files');
+  });
+});
