@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { IndexTooLargeError } from '../../lambda/lib/errors';
-import { MEMORY_COST, MemoryGuard, memoryBudget } from '../../lambda/lib/memory';
+import { MEMORY_COST, MemoryGuard, PARTITION_HEAP_GROWTH, memoryBudget } from '../../lambda/lib/memory';
 import { healRoot } from '../../lambda/lib/heal';
 import { listScopes } from '../../lambda/lib/list';
 import { repairResumable } from '../../lambda/lib/repair';
@@ -156,9 +156,31 @@ describe('holdHeapGrowth', () => {
     expect(largestHeap('released')).toBeGreaterThan(0.85 * own);
   });
 
+  /** The V8 flags a hold and its release set in a process started with `flags`. */
+  function flagsSet(flags: string[] = []): string[] {
+    const script = `
+      const v8 = require('node:v8');
+      const set = [];
+      const own = v8.setFlagsFromString;
+      v8.setFlagsFromString = (flag) => { set.push(flag); own(flag); };
+      const { holdHeapGrowth } = require(${JSON.stringify(join(__dirname, '../../lambda/lib/memory.ts'))});
+      holdHeapGrowth()();
+      process.stdout.write(JSON.stringify(set));
+    `;
+    const run = spawnSync(process.execPath, [...flags, '--import', 'tsx', '-e', script], { encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(run.stderr);
+    return JSON.parse(run.stdout) as string[];
+  }
+
   test('leaves a smaller heap, which V8 grows by less already (a Lambda function of 1024 MiB), as V8 grows it', () => {
-    const lambdaHeap = ['--max-old-space-size=921', '--max-semi-space-size=51'];
-    // Held at PARTITION_HEAP_GROWTH regardless, this heap grows larger than V8 grows it.
-    expect(largestHeap('held', lambdaHeap)).toBeLessThan(1.04 * largestHeap('default', lambdaHeap));
+    // Held at PARTITION_HEAP_GROWTH regardless, this heap grew larger than V8 grows it.
+    expect(flagsSet(['--max-old-space-size=921', '--max-semi-space-size=51'])).toEqual([]);
+    // ...while a heap of 4 GiB is held, then given its own growth back.
+    expect(flagsSet(['--max-old-space-size=4096'])).toEqual([
+      `--heap-growing-percent=${PARTITION_HEAP_GROWTH}`,
+      '--heap-growing-percent=0',
+    ]);
+    // ...and a growth given on the command line is kept.
+    expect(flagsSet(['--max-old-space-size=4096', '--heap-growing-percent=50'])).toEqual([]);
   });
 });
