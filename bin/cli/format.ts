@@ -8,6 +8,7 @@ import {
   type HealAndHydrateReport,
   type HealReport,
   IndexerError,
+  hasDrift,
   type ResizedEntry,
   type ScopeReport,
 } from '../../lambda/lib';
@@ -27,12 +28,6 @@ export function formatBytes(bytes: number): string {
     unit++;
   }
   return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-
-/** True when a check found the index other than true: absent, unreadable, or drifted. */
-export function hasDrift(scope: ScopeReport): boolean {
-  const d = scope.drift;
-  return scope.indexState !== 'valid' || d.missing + d.stale + d.resized > 0 || scope.pending !== undefined;
 }
 
 /** Entries the index held before the heal (a heal adds `missing` and removes `stale`). */

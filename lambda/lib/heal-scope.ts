@@ -174,3 +174,9 @@ function report(run: HealRun, scope: IndexScope, sifted: Sifted, healed: Healed)
     index: outcome?.index,
   };
 }
+
+/** True when a heal found the index other than true: absent, unreadable, drifted, or its layout unfinished. */
+export function hasDrift(scope: ScopeReport): boolean {
+  const d = scope.drift;
+  return scope.indexState !== 'valid' || d.missing + d.stale + d.resized > 0 || scope.pending !== undefined;
+}

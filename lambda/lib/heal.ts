@@ -15,7 +15,7 @@ import type { ListPage, S3Store, StoredObject } from './s3';
 import { type DatastoreRoot, type IndexScope, describeScope } from './scope';
 
 export type { HealMode, HealOptions, HealReport, ScopeReport } from './heal-types';
-export { healScope } from './heal-scope';
+export { hasDrift, healScope } from './heal-scope';
 
 /** Pages the default lister of a heal by partitions buffers ahead of it. */
 export const PARTITION_WINDOW = 64;

@@ -19,7 +19,7 @@ import { CacheLock } from './cache-lock';
 import { CacheWriter, linkRefusal } from './cache-writer';
 import { mapLimit } from './concurrency';
 import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError, UnexpectedError } from './errors';
-import { type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
+import { type HealOptions, type HealReport, type ScopeReport, hasDrift, healRoot } from './heal';
 import { type DatastoreIndex, type IndexEntry, serializeIndex } from './index-file';
 import { readLiveIndex } from './layouts/read';
 import { CACHE_PARTS_DIR, CONTROL_DIR, INDEX_KEY, scopeBase } from './names';
@@ -311,35 +311,28 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
       pulls.catch(() => undefined);
       early = { index, pulls };
     };
-    const stopEarly = async (): Promise<void> => {
-      hydration.stop();
-      await early?.pulls.catch(() => undefined);
-    };
     let heal: HealReport;
+    let report: ScopeReport | undefined;
+    let index: DatastoreIndex;
     try {
       heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace, onPlanned });
+      report = heal.scopes.find((s) => s.namespace === options.namespace);
+      if (!report)
+        throw new UnexpectedError('hydrate', {
+          name: 'MissingScopeReport',
+          message: `the heal reported no index for ${describeScope({ root, namespace: options.namespace })}`,
+        });
+      options.onHealed?.(heal);
+      // An index found true and left as it was is the one planned; any other not published by this heal is read again.
+      const asPlanned = early && !report.published && !hasDrift(report) ? early.index : undefined;
+      index = report.index ?? asPlanned ?? (await indexAfterHeal(store, scope, report));
+      await early?.pulls;
     } catch (err) {
-      await stopEarly();
+      // No download starts once the run has failed; those begun finish before the cache is closed.
+      hydration.stop();
+      await early?.pulls.catch(() => undefined);
       throw err;
     }
-    const report = heal.scopes.find((s) => s.namespace === options.namespace);
-    if (!report) {
-      await stopEarly();
-      throw new UnexpectedError('hydrate', {
-        name: 'MissingScopeReport',
-        message: `the heal reported no index for ${describeScope({ root, namespace: options.namespace })}`,
-      });
-    }
-    options.onHealed?.(heal);
-    // An index found true and left as it was is the one planned; any other not published by this heal is read again.
-    const asPlanned = early && !report.published && foundTrue(report) ? early.index : undefined;
-    const index = await (report.index ??
-      asPlanned ??
-      indexAfterHeal(store, scope, report).catch(async (err: unknown) => {
-        await stopEarly();
-        throw err;
-      }));
-    if (early) await early.pulls;
     // What the publish changed against the plan (another writer's entries read under the lock) is pulled now.
     const planned = early?.index.entries;
     const rest = planned ? [...index.entries.values()].filter((e) => planned.get(e.key)?.size !== e.size) : [...index.entries.values()];
@@ -349,12 +342,6 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
   } finally {
     await cache.close();
   }
-}
-
-/** Whether a scope's heal found its index true: no drift, nothing refused in it. */
-function foundTrue(report: ScopeReport): boolean {
-  const { missing, stale, resized } = report.drift;
-  return report.indexState === 'valid' && missing + stale + resized === 0;
 }
 
 /** The live index of a scope the heal found true. */

@@ -67,7 +67,7 @@ export type { DatastoreIndex, IndexEntry, ListedObject, ParsedIndex } from './in
 export { parseIndex } from './parse-index';
 
 // Check and repair: one listing, every index of the root.
-export { type HealMode, type HealOptions, type HealReport, type ScopeReport, healRoot } from './heal';
+export { type HealMode, type HealOptions, type HealReport, type ScopeReport, hasDrift, healRoot } from './heal';
 export type { Drift, DriftCounts, ResizedEntry } from './drift';
 export type { Layout } from './layouts/types';
 export type { MemoryBudget } from './memory';

@@ -35,6 +35,7 @@ const LIBRARY_VALUES = [
   'checkNamespaceName',
   'createS3Client',
   'describeScope',
+  'hasDrift',
   'healAndHydrate',
   'healRoot',
   'hydrateCache',
