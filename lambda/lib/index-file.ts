@@ -70,33 +70,43 @@ export function parseIndex(bytes: Uint8Array | string, validateEntry = entryProb
     return { ok: false, reason: `not JSON (${(err as Error).message})` };
   }
   if (!isRecord(json)) return { ok: false, reason: 'not a JSON object' };
-  if (json.version === undefined) return { ok: false, reason: `no "version" (clients write ${INDEX_VERSION})` };
-  if (typeof json.version === 'number' && json.version !== INDEX_VERSION) {
-    const reason = `version ${json.version}, a format this indexer does not know (it knows ${INDEX_VERSION})`;
-    return { ok: false, reason, version: json.version };
+  const { entries, ...head } = json;
+  return indexOfJson(head, entries, validateEntry);
+}
+
+/**
+ * The index a parsed file holds: `head`, its top-level fields but `entries`; `entries`, that field's value
+ * (its members in a map, in file order, where the file was parsed in steps).
+ */
+export function indexOfJson(head: Record<string, unknown>, parsed: unknown, validateEntry = entryProblem): ParsedIndex {
+  if (head.version === undefined) return { ok: false, reason: `no "version" (clients write ${INDEX_VERSION})` };
+  if (typeof head.version === 'number' && head.version !== INDEX_VERSION) {
+    const reason = `version ${head.version}, a format this indexer does not know (it knows ${INDEX_VERSION})`;
+    return { ok: false, reason, version: head.version };
   }
-  if (json.version !== INDEX_VERSION)
-    return { ok: false, reason: `"version" is ${JSON.stringify(json.version)}, not the number ${INDEX_VERSION}` };
-  if (!isRecord(json.entries)) return { ok: false, reason: 'no "entries" object' };
-  if (json.lastPulled !== undefined && typeof json.lastPulled !== 'string') {
+  if (head.version !== INDEX_VERSION)
+    return { ok: false, reason: `"version" is ${JSON.stringify(head.version)}, not the number ${INDEX_VERSION}` };
+  if (!(parsed instanceof Map) && !isRecord(parsed)) return { ok: false, reason: 'no "entries" object' };
+  if (head.lastPulled !== undefined && typeof head.lastPulled !== 'string') {
     return { ok: false, reason: '"lastPulled" is not a string' };
   }
   const entries = new Map<string, IndexEntry>();
   let first: string | undefined;
   let bad = 0;
-  const parsed = json.entries;
-  // `for…in` rather than `Object.entries`: no pair array per entry. A key named `__proto__` is an own
-  // property of what JSON.parse makes, and reading it gives that property.
-  for (const key in parsed) {
-    if (!Object.hasOwn(parsed, key)) continue;
-    const value = parsed[key];
+  const take = (key: string, value: unknown): void => {
     const problem = validateEntry(key, value);
     if (problem) {
       first ??= problem;
       bad++;
     } else entries.set(key, value as IndexEntry);
+  };
+  if (parsed instanceof Map) for (const [key, value] of parsed) take(key, value);
+  else {
+    // `for…in` rather than `Object.entries`: no pair array per entry. A key named `__proto__` is an own
+    // property of what JSON.parse makes, and reading it gives that property.
+    for (const key in parsed) if (Object.hasOwn(parsed, key)) take(key, parsed[key]);
   }
-  const { version: _v, lastPulled, entries: _e, ...extra } = json;
+  const { version: _v, lastPulled, ...extra } = head;
   const index: DatastoreIndex = { version: 1, lastPulled: lastPulled as string | undefined, entries, extra };
   if (first === undefined) return { ok: true, index };
   const reason = bad > 1 ? `${first} (and ${bad - 1} more bad entries)` : first;

@@ -1,5 +1,5 @@
 /** Reading the live index of a scope, in the layout clients would see (see `Layout`). */
-import { parseIndex } from '../index-file';
+import { parseIndexInSteps } from '../index-steps';
 import { listShardPartitions } from '../list';
 import { indexKeyOf, manifestKeyOf } from '../names';
 import type { GetOptions, S3Store, StoredObject } from '../s3';
@@ -184,12 +184,8 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const object = await monolithRead().result;
   if (!object) return { ...layout, state: 'absent' };
   const unchanged = known !== undefined && isUnchanged(object);
-  if (!unchanged && handedOver) {
-    await handedOver;
-    // The parse holds the thread a while: what the call set going (a listing's requests) is sent first.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-  const parsed = unchanged ? { ok: true as const, index: known.index } : parseIndex(object.body);
+  if (!unchanged && handedOver) await handedOver;
+  const parsed = unchanged ? { ok: true as const, index: known.index } : await parseIndexInSteps(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag, version: parsed.version };
     return { ...layout, state: 'unreadable', ...bad, parts: [bad], salvaged: parsed.salvaged };
