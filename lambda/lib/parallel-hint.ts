@@ -59,17 +59,29 @@ export interface RestCut {
   readonly pages: number[];
 }
 
+/** The share of a page a hinted piece stays under its whole pages by: room for drift since the index was written. */
+const PAGE_MARGIN = 0.05;
+
 /**
- * Cuts for the rests of the slices listing now, in key order, so that they make about `pieces` slices of
- * as many sampled keys each (none under a page): each rest is cut at sampled keys inside it.
+ * Cuts for the rests of the slices listing now, in key order, into at most `pieces` slices that take as
+ * few requests each as the slots allow: every slice stays just under the same whole number of pages, so
+ * that none lists a last page mostly of keys past its end.
  */
 export function cutRests(sample: HintSample, rests: readonly Rest[], pieces: number, pageSize: number): RestCut[] {
   const inside = rests.map((rest) => sample.keys.filter((key) => holds(rest, key)));
-  const total = inside.reduce((n, keys) => n + keys.length, 0);
-  const wanted = Math.max(1, Math.min(pieces, Math.round((total * sample.weight) / pageSize)));
-  const per = total / wanted;
-  return inside.map((keys) => {
-    const count = per > 0 ? Math.max(1, Math.round(keys.length / per)) : 1;
+  const restPages = inside.map((keys) => (keys.length * sample.weight) / pageSize);
+  const total = restPages.reduce((n, pages) => n + pages, 0);
+  const slots = Math.max(1, pieces);
+  // The fewest requests per slice with which every rest, cut into slices of that many pages, fits the slots.
+  let counts: number[] = [];
+  for (let perSlice = Math.max(1, Math.ceil(total / slots)); ; perSlice++) {
+    const room = perSlice * (1 - PAGE_MARGIN);
+    counts = inside.map((keys, i) => (keys.length === 0 ? 1 : Math.max(1, Math.ceil(restPages[i] / room))));
+    const made = counts.reduce((n, count) => n + count, 0);
+    if (made <= slots || counts.every((count) => count === 1)) break;
+  }
+  return inside.map((keys, r) => {
+    const count = Math.min(counts[r], keys.length);
     // Where each piece ends, by sampled keys taken: a piece ends at its last sampled key, inclusive.
     const ends: number[] = [];
     for (let i = 1; i < count; i++) {

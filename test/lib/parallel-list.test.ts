@@ -513,6 +513,22 @@ describe('parallelLister with a hint', () => {
     expect(narrow.counts.depth).toBeLessThanOrEqual(200 / 16 + 4);
     expect(narrow.counts.depth).toBeGreaterThan(hinted.counts.depth);
   });
+
+  it('cuts by a true hint into slices of whole pages: few requests beyond the pages, none deeper', async () => {
+    // GIVEN 10,000 hash-named keys in one folder, 100 keys a page (100 pages: 3 and a bit per slot), 32 requests at once once hinted
+    const r = random(10);
+    const keys = Array.from({ length: 10_000 }, () => `root/obj/${hex(r() * 2 ** 32)}${hex(r() * 2 ** 32)}`);
+    const hinted = memoryStore(keys, { latencyMs: 5 });
+
+    // WHEN it is listed with its keys as the hint from the start
+    const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(hinted.store, 'root/', Promise.resolve(hintOf(keys))));
+
+    // THEN every key comes back once and in order, in about a request per page, as deep as 32 equal slices would go
+    expect(listed).toEqual([...new Set(keys)].sort(compareKeys));
+    expect(hinted.counts.lists).toBeLessThanOrEqual(112);
+    expect(hinted.counts.keysReturned).toBeLessThanOrEqual(11_200);
+    expect(hinted.counts.depth).toBeLessThanOrEqual(6);
+  });
 });
 
 describe('parallelLister against moto', () => {
