@@ -108,9 +108,11 @@ function nextStep(): Promise<void> {
  */
 export async function parseIndexInSteps(bytes: Uint8Array, step = STEP_BYTES): Promise<ParsedIndex> {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const cuts = b.length > 2 * step ? cutsOf(b, step) : undefined;
-  if (!cuts) return parseIndex(bytes);
+  if (b.length <= 2 * step) return parseIndex(bytes);
+  // What the bytes' arrival set going (a hint's cuts, their requests) runs before the scan.
   await nextStep();
+  const cuts = cutsOf(b, step);
+  if (!cuts) return parseIndex(bytes);
   try {
     const { open, close, commas } = cuts;
     // The file with its entries' members taken out: everything but them, checked and parsed as it is.
