@@ -4,6 +4,7 @@
  * at a time. A hint only places cuts: what is listed still comes from the store alone, and a hint that is
  * wrong costs requests, never a key.
  */
+import { sleep } from './concurrency';
 import { compareKeys } from './key-space';
 import { type Slice, endOf } from './parallel-slices';
 
@@ -19,6 +20,9 @@ export interface ListingHint {
 
 /** Keys sampled from a hint at most: cut points among a few dozen slices need no more. */
 const SAMPLE_KEYS = 4096;
+
+/** How long a blind cut waits for a hint on its way, as a share of the round trip its probe took. */
+const HINT_WAIT = 0.5;
 
 /** Some of a hint's keys, made full keys and sorted as S3 sorts them, each standing for `weight` keys. */
 export interface HintSample {
@@ -38,6 +42,34 @@ export function sampleHint(base: string, hint: ListingHint | undefined): HintSam
   if (keys.length === 0) return undefined;
   keys.sort(compareKeys);
   return { keys, weight: (hint.weight ?? 1) * (seen / keys.length) };
+}
+
+/**
+ * A hint on its way to a listing. Once it comes, its sample is handed to `cut`; until then, a blind cut may
+ * wait for it a little: a hint cuts every slice at once, and landing a moment later it saves a round of
+ * blind cuts.
+ */
+export class HintArrival {
+  private pending = true;
+  private readonly settled: Promise<void>;
+
+  constructor(hint: PromiseLike<ListingHint | undefined>, base: string, cut: (sample: HintSample) => void, fail: (err: unknown) => void) {
+    this.settled = Promise.resolve(hint)
+      .catch(() => undefined)
+      .then((given) => {
+        const sample = sampleHint(base, given);
+        if (sample) cut(sample);
+      })
+      .catch(fail)
+      .finally(() => {
+        this.pending = false;
+      });
+  }
+
+  /** Waits while the hint is on its way, for at most a share of `roundTripMs`, the round trip a blind cut's probe took. */
+  async wait(roundTripMs: number): Promise<void> {
+    if (this.pending) await Promise.race([this.settled, sleep(roundTripMs * HINT_WAIT)]);
+  }
 }
 
 /** What is left of a slice's current segment: keys under `prefix` after `after` and up to `end`. */

@@ -6,36 +6,24 @@
  * from the store: a delimiter listing of a folder names its sub-folders; a folder of objects alone is cut
  * by extrapolating a page of its keys (`key-space.ts`). docs/DESIGN.md tells the whole of it.
  */
-import { ConfigError } from './errors';
 import { MIN_SLICE_PAGES, compareKeys, extrapolate, piecesOf, spread } from './key-space';
 import type { Lister } from './list';
 import { folderChain, folderRestCuts, planCut, wideFolderCuts } from './parallel-cuts';
-import { type ListingHint, cutByHint, runsLong, sampleHint } from './parallel-hint';
-import { type Hints, type Segment, type Slice, Slots, endOf, newSlice, takePage } from './parallel-slices';
-import type { ListPage, S3Store } from './s3';
+import { HintArrival, type HintSample, type ListingHint, cutByHint, runsLong } from './parallel-hint';
+import {
+  type Hints,
+  type ParallelListOptions,
+  type Segment,
+  type Slice,
+  Slots,
+  endOf,
+  listingSettings,
+  newSlice,
+  takePage,
+} from './parallel-slices';
 
-/** How to list in parallel. */
-export interface ParallelListOptions {
-  /** ListObjectsV2 requests in flight at once, probes included. @default 16 */
-  readonly concurrency?: number;
-  /**
-   * Requests in flight once a hint has cut the key space: its slices need no probe to be found, so every
-   * slot lists pages of the root. @default twice `concurrency`
-   */
-  readonly hintedConcurrency?: number;
-  /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
-  readonly pageSize?: number;
-  /**
-   * Pages listed ahead of the consumer: a slice lists only while fewer wait before it, so the slices nearest
-   * the consumer list first and a slow consumer holds a window of the root, not the root. A function is
-   * asked at each request, for a caller that learns what it needs once the listing has begun. @default unbounded
-   */
-  readonly window?: number | (() => number);
-  /** Whether listed objects carry their ETags (see `ListOptions.etags`). @default true */
-  readonly etags?: boolean;
-  /** List only keys after this one (a full key), as `StartAfter` does: a listing resumed. @default from the start */
-  readonly startAfter?: string;
-}
+export type { ParallelListOptions } from './parallel-slices';
+import type { ListPage, S3Store } from './s3';
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
 const MAX_FAILED_SPLITS = 4;
@@ -62,6 +50,8 @@ class ParallelListing {
   private buffered = 0;
   /** Slices waiting for the window: they list nothing, so they count as no slice when cutting. */
   private waiting = 0;
+  /** The hint given, until it has cut the listing or come to nothing. */
+  private arrival?: HintArrival;
 
   constructor(
     private readonly store: S3Store,
@@ -82,7 +72,14 @@ class ParallelListing {
     // No reference to the first slice is kept: slices link to the next, and a listing read is let go.
     let slice: Slice | undefined = this.slice(this.startAfter, [{ prefix: this.base }]);
     this.track(this.split(slice));
-    if (this.hint) this.hinted(this.hint).catch((err: unknown) => this.fail(err)); // untracked: the end waits for no hint
+    // Untracked: the end waits for no hint.
+    if (this.hint)
+      this.arrival = new HintArrival(
+        this.hint,
+        this.base,
+        (sample) => this.hinted(sample),
+        (err) => this.fail(err),
+      );
     try {
       for (; slice; slice = slice.next) {
         this.head = slice;
@@ -274,7 +271,9 @@ class ParallelListing {
     let descend = false;
     try {
       const from = slice.last ?? slice.after;
+      const sent = Date.now();
       const found = await Promise.all(targets.map((folder) => this.probe(folder, from)));
+      await this.arrival?.wait(Date.now() - sent);
       // A probe sent along with the slice's first page: that page too says how big the sub-folders are.
       while (slice.recent.length === 0 && !slice.done && !this.stopped && this.failure === undefined) {
         await new Promise<void>((resolve) => this.waiters.push(resolve));
@@ -338,9 +337,8 @@ class ParallelListing {
   }
 
   /** Once the hint comes, cuts what every slice has left by it (`cutByHint`); with none, splitting goes on as it would. */
-  private async hinted(hint: PromiseLike<ListingHint | undefined>): Promise<void> {
-    const sample = sampleHint(this.base, await Promise.resolve(hint).catch(() => undefined));
-    if (!sample || this.stopped) return;
+  private hinted(sample: HintSample): void {
+    if (this.stopped) return;
     if (this.hintedConcurrency > this.target) {
       this.slots.add(this.hintedConcurrency - this.target);
       this.target = this.hintedConcurrency;
@@ -376,25 +374,7 @@ class ParallelListing {
  * const report = await healRoot(store, root, { mode: 'repair', lister: parallelLister({ concurrency: 32 }) });
  */
 export function parallelLister(options: ParallelListOptions = {}): Lister {
-  const concurrency = options.concurrency ?? 16;
-  if (!Number.isInteger(concurrency) || concurrency < 1) {
-    throw new ConfigError(`The listing concurrency must be a whole number of at least 1, got ${concurrency}`);
-  }
-  const hintedConcurrency = options.hintedConcurrency ?? 2 * concurrency;
-  if (!Number.isInteger(hintedConcurrency) || hintedConcurrency < concurrency) {
-    throw new ConfigError(
-      `The listing concurrency once hinted must be a whole number no smaller than the concurrency (${concurrency}), got ${hintedConcurrency}`,
-    );
-  }
-  const pageSize = options.pageSize ?? 1000;
-  if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
-    throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
-  }
-  const given = options.window ?? Number.POSITIVE_INFINITY;
-  if (typeof given === 'number' && (!(Number.isInteger(given) || given === Number.POSITIVE_INFINITY) || given < 1))
-    throw new ConfigError(`The listing window must be a whole number of at least 1, got ${given}`);
-  const window = typeof given === 'number' ? () => given : given;
-  const etags = options.etags ?? true;
+  const { concurrency, hintedConcurrency, pageSize, window, etags } = listingSettings(options);
   return (store, prefix, hint) =>
     new ParallelListing(store, prefix, concurrency, hintedConcurrency, pageSize, window, etags, options.startAfter, hint).pages();
 }

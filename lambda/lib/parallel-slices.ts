@@ -1,7 +1,62 @@
-/** The pieces of a parallel listing: slices of the key space, their segments, and the request slots they share. */
-import { IndexerError } from './errors';
+/** The pieces of a parallel listing: its settings, slices of the key space, their segments, and the request slots they share. */
+import { ConfigError, IndexerError } from './errors';
 import { compareKeys } from './key-space';
 import type { ListPage } from './s3';
+
+/** How to list in parallel. */
+export interface ParallelListOptions {
+  /** ListObjectsV2 requests in flight at once, probes included. @default 16 */
+  readonly concurrency?: number;
+  /**
+   * Requests in flight once a hint has cut the key space: its slices need no probe to be found, so every
+   * slot lists pages of the root. @default twice `concurrency`
+   */
+  readonly hintedConcurrency?: number;
+  /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
+  readonly pageSize?: number;
+  /**
+   * Pages listed ahead of the consumer: a slice lists only while fewer wait before it, so the slices nearest
+   * the consumer list first and a slow consumer holds a window of the root, not the root. A function is
+   * asked at each request, for a caller that learns what it needs once the listing has begun. @default unbounded
+   */
+  readonly window?: number | (() => number);
+  /** Whether listed objects carry their ETags (see `ListOptions.etags`). @default true */
+  readonly etags?: boolean;
+  /** List only keys after this one (a full key), as `StartAfter` does: a listing resumed. @default from the start */
+  readonly startAfter?: string;
+}
+
+/** A parallel listing's settings, checked, with their defaults. */
+export interface ListingSettings {
+  readonly concurrency: number;
+  readonly hintedConcurrency: number;
+  readonly pageSize: number;
+  readonly window: () => number;
+  readonly etags: boolean;
+}
+
+/** Checks the options of a parallel listing, with a `ConfigError` naming the one out of range. */
+export function listingSettings(options: ParallelListOptions): ListingSettings {
+  const concurrency = options.concurrency ?? 16;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new ConfigError(`The listing concurrency must be a whole number of at least 1, got ${concurrency}`);
+  }
+  const hintedConcurrency = options.hintedConcurrency ?? 2 * concurrency;
+  if (!Number.isInteger(hintedConcurrency) || hintedConcurrency < concurrency) {
+    throw new ConfigError(
+      `The listing concurrency once hinted must be a whole number no smaller than the concurrency (${concurrency}), got ${hintedConcurrency}`,
+    );
+  }
+  const pageSize = options.pageSize ?? 1000;
+  if (!Number.isInteger(pageSize) || pageSize < 2 || pageSize > 1000) {
+    throw new ConfigError(`The listing page size must be a whole number from 2 to 1000, got ${pageSize}`);
+  }
+  const given = options.window ?? Number.POSITIVE_INFINITY;
+  if (typeof given === 'number' && (!(Number.isInteger(given) || given === Number.POSITIVE_INFINITY) || given < 1))
+    throw new ConfigError(`The listing window must be a whole number of at least 1, got ${given}`);
+  const window = typeof given === 'number' ? () => given : given;
+  return { concurrency, hintedConcurrency, pageSize, window, etags: options.etags ?? true };
+}
 
 /**
  * One stretch of a slice, listed with `Prefix: prefix` after the slice's last key (or `after`), up to

@@ -514,6 +514,35 @@ describe('parallelLister with a hint', () => {
     expect(narrow.counts.depth).toBeGreaterThan(hinted.counts.depth);
   });
 
+  it('waits a little for a hint on its way rather than cut blind a round before it lands', async () => {
+    // GIVEN a swamp-like root of 4,000 keys, 100 keys a page, and its index's keys as a hint that lands just
+    // after the first probe is answered, as an index read sent with the listing does
+    const keys = layouts['a swamp-like datastore']();
+    const memory = memoryStore(keys, { latencyMs: 40 });
+    let give: (hint: ListingHint) => void = () => undefined;
+    const landing = new Promise<ListingHint>((resolve) => {
+      give = resolve;
+    });
+    const store = Object.create(memory.store) as S3Store;
+    store.listPages = (options) => {
+      const pages = memory.store.listPages(options);
+      if (!options.delimiter) return pages;
+      return (async function* () {
+        for await (const page of pages) {
+          setImmediate(() => give(hintOf(keys)));
+          yield page;
+        }
+      })();
+    };
+
+    // WHEN it is listed with that hint
+    const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(store, 'root/', landing));
+
+    // THEN every key comes back once and in order, and no slice was cut blind: the first probe was the only one
+    expect(listed).toEqual(await keysOf(sequentialLister(memoryStore(keys).store, 'root/')));
+    expect(memory.counts.probes).toBe(1);
+  });
+
   it('cuts by a true hint into slices of whole pages: few requests beyond the pages, none deeper', async () => {
     // GIVEN 10,000 hash-named keys in one folder, 100 keys a page (100 pages: 3 and a bit per slot), 32 requests at once once hinted
     const r = random(10);
