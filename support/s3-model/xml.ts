@@ -7,12 +7,18 @@ import type { ListPage } from './store';
 const HEADER = '<?xml version="1.0" encoding="UTF-8"?>\n';
 const NS = 'http://s3.amazonaws.com/doc/2006-03-01/';
 
+/** A character `escapeXml` replaces. */
+const NEEDS_ESCAPE = /[&<>"'\u0000-\u0008\u000b-\u001f]/;
+/** Text `urlEncodeKey` leaves as it is: unreserved characters and `/`. */
+const URL_PLAIN = /^[A-Za-z0-9\-_.~/]*$/;
+
 /**
  * Escapes text content. Besides the five entities, control characters become
  * character references, as S3 writes them: a raw CR would be turned into LF
  * by any XML parser and the key would come back changed.
  */
 export function escapeXml(text: string): string {
+  if (!NEEDS_ESCAPE.test(text)) return text;
   return text.replace(/[&<>"'\u0000-\u0008\u000b-\u001f]/g, (c) => {
     switch (c) {
       case '&':
@@ -38,15 +44,33 @@ export function escapeXml(text: string): string {
  * back into a plus and loses the space.
  */
 export function urlEncodeKey(text: string): string {
+  if (URL_PLAIN.test(text)) return text;
   return encodeURIComponent(text)
     .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
     .replace(/%2F/g, '/')
     .replace(/%20/g, '+');
 }
 
+/** An ETag as S3 writes it, quoted hex (a multipart one ends in `-N`). */
+const PLAIN_ETAG = /^"[0-9a-f]*(?:-[0-9]+)?"$/;
+
+/** An ETag escaped as text content: the usual quoted hex without a regular expression's replace. */
+function etagXml(etag: string): string {
+  return PLAIN_ETAG.test(etag) ? `&quot;${etag.slice(1, -1)}&quot;` : escapeXml(etag);
+}
+
+/** The last times written, by their milliseconds: objects seeded or written together share a time. */
+const isoTimes = new Map<number, string>();
+
 /** S3's timestamp form in XML: ISO 8601 with milliseconds. */
 function isoTime(ms: number): string {
-  return new Date(ms).toISOString();
+  let text = isoTimes.get(ms);
+  if (text === undefined) {
+    if (isoTimes.size >= 4096) isoTimes.clear();
+    text = new Date(ms).toISOString();
+    isoTimes.set(ms, text);
+  }
+  return text;
 }
 
 export interface ListResultInput {
@@ -84,7 +108,7 @@ export function listBucketResultXml(input: ListResultInput): string {
   for (const { key, object } of page.contents) {
     parts.push(
       `<Contents><Key>${enc(key)}</Key><LastModified>${isoTime(object.lastModifiedMs)}</LastModified>` +
-        `<ETag>${escapeXml(object.etag)}</ETag>` +
+        `<ETag>${etagXml(object.etag)}</ETag>` +
         (object.checksum ? `<ChecksumAlgorithm>${object.checksum.algorithm}</ChecksumAlgorithm>` : '') +
         `<Size>${object.size}</Size>` +
         (owner ? `<Owner><ID>${owner.id}</ID><DisplayName>${escapeXml(owner.name)}</DisplayName></Owner>` : '') +
