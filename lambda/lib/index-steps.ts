@@ -108,10 +108,7 @@ function nextStep(): Promise<void> {
  */
 export async function parseIndexInSteps(bytes: Uint8Array, step = STEP_BYTES): Promise<ParsedIndex> {
   const b = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (b.length <= 2 * step) return parseIndex(bytes);
-  // What the bytes' arrival set going (a hint's cuts, their requests) runs before the scan.
-  await nextStep();
-  const cuts = cutsOf(b, step);
+  const cuts = b.length > 2 * step ? cutsOf(b, step) : undefined;
   if (!cuts) return parseIndex(bytes);
   try {
     const { open, close, commas } = cuts;

@@ -184,7 +184,11 @@ async function readScope(store: S3Store, scope: IndexScope, options: ReadOptions
   const object = await monolithRead().result;
   if (!object) return { ...layout, state: 'absent' };
   const unchanged = known !== undefined && isUnchanged(object);
-  if (!unchanged && handedOver) await handedOver;
+  if (!unchanged && handedOver) {
+    await handedOver;
+    // The parse holds the thread a while: what the call set going (a listing's requests) is sent first.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
   const parsed = unchanged ? { ok: true as const, index: known.index } : await parseIndexInSteps(object.body);
   if (!parsed.ok) {
     const bad: UnreadablePart = { key, reason: parsed.reason, bytes: object.body, etag: object.etag, version: parsed.version };
