@@ -17,6 +17,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parallelLister } from '../lambda/lib/parallel-list';
+import { HINTED_SLOTS } from '../lambda/lib/parallel-slices';
 import { type Lister, sequentialLister } from '../lambda/lib/list';
 import { DRIFT_SHARE, indexedHealMeasure } from './drift-index';
 import { freshnessBench } from './freshness';
@@ -327,7 +328,7 @@ async function measureAll(o: Options, loadBefore: number, hydrateFolders: string
       note: split('healParallel'),
     },
     {
-      name: `heal of it indexed, ${DRIFT_SHARE * 100}% drifted (${o.parallelism}, ${2 * o.parallelism} once hinted)`,
+      name: `heal of it indexed, ${DRIFT_SHARE * 100}% drifted (${o.parallelism}, ${HINTED_SLOTS * o.parallelism} once hinted)`,
       seconds: healIndexed,
       floor: raw,
       requests: med(timings.healIndexed, (t) => t.requests),

@@ -9,7 +9,7 @@ export interface ParallelListOptions {
   readonly concurrency?: number;
   /**
    * Requests in flight once a hint has cut the key space: its slices need no probe to be found, so every
-   * slot lists pages of the root. @default twice `concurrency`
+   * slot lists pages of the root. @default `HINTED_SLOTS` times `concurrency`
    */
   readonly hintedConcurrency?: number;
   /** Keys per ListObjectsV2 page (`MaxKeys`); smaller only to exercise the slicing with few objects. @default 1000 */
@@ -26,6 +26,12 @@ export interface ParallelListOptions {
   readonly startAfter?: string;
 }
 
+/**
+ * Request slots once a hint has cut the key space, per slot before: its slices are found without probes,
+ * so more of them list at once, each fewer pages deep.
+ */
+export const HINTED_SLOTS = 4;
+
 /** A parallel listing's settings, checked, with their defaults. */
 export interface ListingSettings {
   readonly concurrency: number;
@@ -41,7 +47,7 @@ export function listingSettings(options: ParallelListOptions): ListingSettings {
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new ConfigError(`The listing concurrency must be a whole number of at least 1, got ${concurrency}`);
   }
-  const hintedConcurrency = options.hintedConcurrency ?? 2 * concurrency;
+  const hintedConcurrency = options.hintedConcurrency ?? HINTED_SLOTS * concurrency;
   if (!Number.isInteger(hintedConcurrency) || hintedConcurrency < concurrency) {
     throw new ConfigError(
       `The listing concurrency once hinted must be a whole number no smaller than the concurrency (${concurrency}), got ${hintedConcurrency}`,
