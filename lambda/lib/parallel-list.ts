@@ -21,9 +21,9 @@ import {
   newSlice,
   takePage,
 } from './parallel-slices';
+import type { ListPage, S3Store } from './s3';
 
 export type { ParallelListOptions } from './parallel-slices';
-import type { ListPage, S3Store } from './s3';
 
 /** Failed attempts to cut a slice (nothing found to cut at) before it is left to finish alone. */
 const MAX_FAILED_SPLITS = 4;
