@@ -75,8 +75,9 @@ export function parseIndex(bytes: Uint8Array | string, validateEntry = entryProb
 }
 
 /**
- * The index a parsed file holds: `head`, its top-level fields but `entries`; `entries`, that field's value
- * (its members in a map, in file order, where the file was parsed in steps).
+ * The index a parsed file holds: `head`, its top-level fields but `entries`; `entries`, that field's value.
+ * Where the file was parsed in steps it is a map of the members in file order, which becomes the index's
+ * own: its bad entries are taken out of it, rather than the good ones copied into another.
  */
 export function indexOfJson(head: Record<string, unknown>, parsed: unknown, validateEntry = entryProblem): ParsedIndex {
   if (head.version === undefined) return { ok: false, reason: `no "version" (clients write ${INDEX_VERSION})` };
@@ -90,21 +91,28 @@ export function indexOfJson(head: Record<string, unknown>, parsed: unknown, vali
   if (head.lastPulled !== undefined && typeof head.lastPulled !== 'string') {
     return { ok: false, reason: '"lastPulled" is not a string' };
   }
-  const entries = new Map<string, IndexEntry>();
   let first: string | undefined;
   let bad = 0;
-  const take = (key: string, value: unknown): void => {
+  const sound = (key: string, value: unknown): boolean => {
     const problem = validateEntry(key, value);
-    if (problem) {
-      first ??= problem;
-      bad++;
-    } else entries.set(key, value as IndexEntry);
+    if (problem === undefined) return true;
+    first ??= problem;
+    bad++;
+    return false;
   };
-  if (parsed instanceof Map) for (const [key, value] of parsed) take(key, value);
-  else {
+  let entries: Map<string, IndexEntry>;
+  if (parsed instanceof Map) {
+    entries = parsed as Map<string, IndexEntry>;
+    for (const [key, value] of entries) if (!sound(key, value)) entries.delete(key);
+  } else {
+    entries = new Map();
     // `for…in` rather than `Object.entries`: no pair array per entry. A key named `__proto__` is an own
     // property of what JSON.parse makes, and reading it gives that property.
-    for (const key in parsed) if (Object.hasOwn(parsed, key)) take(key, parsed[key]);
+    for (const key in parsed) {
+      if (!Object.hasOwn(parsed, key)) continue;
+      const value = parsed[key];
+      if (sound(key, value)) entries.set(key, value as IndexEntry);
+    }
   }
   const { version: _v, lastPulled, ...extra } = head;
   const index: DatastoreIndex = { version: 1, lastPulled: lastPulled as string | undefined, entries, extra };
