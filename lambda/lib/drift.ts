@@ -35,6 +35,83 @@ export function driftCounts(drift: Drift): DriftCounts {
 
 /** Compares index entries with the listing of their scope; keys come out sorted. */
 export function diffIndex(entries: ReadonlyMap<string, IndexEntry>, listing: ReadonlyMap<string, ListedObject>): Drift {
+  return diffInOrder(entries, listing) ?? diffByLookup(entries, listing);
+}
+
+/** Out-of-order keys past which the index is diffed by lookups: sorting more would cost more than they do. */
+const MAX_UNSORTED_SHARE = 1 / 8;
+
+/** Keys and their values, side by side. */
+interface Columns<V> {
+  readonly keys: string[];
+  readonly values: V[];
+}
+
+/** True when `keys` run in strictly ascending order. */
+function ascending(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if (!(keys[i - 1] < keys[i])) return false;
+  return true;
+}
+
+/**
+ * The index's keys and entries in ascending key order, when they are so already but for a short tail (a
+ * client appends its new entries): the tail is sorted and merged in. Undefined for any other order.
+ */
+function indexInOrder(entries: ReadonlyMap<string, IndexEntry>): Columns<IndexEntry> | undefined {
+  const keys = Array.from(entries.keys());
+  const values = Array.from(entries.values());
+  let run = 1;
+  while (run < keys.length && keys[run - 1] < keys[run]) run++;
+  if (run >= keys.length) return { keys, values };
+  if (keys.length - run > keys.length * MAX_UNSORTED_SHARE) return undefined;
+  const tail = Array.from({ length: keys.length - run }, (_, i) => run + i).sort((a, b) => (keys[a] < keys[b] ? -1 : 1));
+  const merged: Columns<IndexEntry> = { keys: [], values: [] };
+  let h = 0;
+  let t = 0;
+  while (h < run || t < tail.length) {
+    const from = t >= tail.length || (h < run && keys[h] < keys[tail[t]]) ? h++ : tail[t++];
+    merged.keys.push(keys[from]);
+    merged.values.push(values[from]);
+  }
+  return ascending(merged.keys) ? merged : undefined;
+}
+
+/**
+ * The diff walked side by side, when both sides' keys run in ascending order (a listing's; an index a client
+ * sorted, maybe with new entries appended): a comparison per key rather than a lookup in the other map.
+ * Undefined otherwise.
+ */
+function diffInOrder(entries: ReadonlyMap<string, IndexEntry>, listing: ReadonlyMap<string, ListedObject>): Drift | undefined {
+  const listed = Array.from(listing.keys());
+  if (!ascending(listed)) return undefined;
+  const index = indexInOrder(entries);
+  if (!index) return undefined;
+  const { keys: indexed, values: held } = index;
+  const objects = Array.from(listing.values());
+  const missing: string[] = [];
+  const stale: string[] = [];
+  const resized: ResizedEntry[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < listed.length && j < indexed.length) {
+    const key = listed[i];
+    if (key === indexed[j]) {
+      const { size } = held[j];
+      if (size !== objects[i].size) resized.push({ key, indexSize: size, objectSize: objects[i].size });
+      i++;
+      j++;
+    } else if (key < indexed[j]) {
+      missing.push(key);
+      i++;
+    } else stale.push(indexed[j++]);
+  }
+  while (i < listed.length) missing.push(listed[i++]);
+  while (j < indexed.length) stale.push(indexed[j++]);
+  return { missing, stale, resized };
+}
+
+/** The diff by a lookup of each key in the other map, for keys in any order. */
+function diffByLookup(entries: ReadonlyMap<string, IndexEntry>, listing: ReadonlyMap<string, ListedObject>): Drift {
   const missing: string[] = [];
   const stale: string[] = [];
   const resized: ResizedEntry[] = [];

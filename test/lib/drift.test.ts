@@ -2,6 +2,7 @@ import { diffIndex, driftCounts, healIndex, isClean, resizedEntry } from '../../
 import { serializeIndex } from '../../lambda/lib/index-file';
 import { KeySample } from '../../lambda/lib/key-sample';
 import { datastoreIndex, indexEntry, listedObject, listingOf } from '../helpers/factories';
+import { seededRng } from '../chaos/rng';
 
 describe('diffIndex', () => {
   it('finds exactly the missing, stale and resized keys, sorted', () => {
@@ -28,6 +29,42 @@ describe('diffIndex', () => {
         { key: 'grown', indexSize: 1, objectSize: 10 },
       ],
     });
+  });
+
+  it('gives the same drift whether both sides run in key order or not', () => {
+    // Keys from a small alphabet (astral and private-use characters too, where UTF-16 and byte order differ), so
+    // that both sides share many keys and each has some of its own.
+    const { next } = seededRng(7);
+    const alphabet = ['a', 'b', 'B', '/', ' ', '%', '\u00e9', '\ue000', '\u{1f600}'];
+    const key = (): string =>
+      Array.from({ length: 1 + Math.floor(next() * 3) }, () => alphabet[Math.floor(next() * alphabet.length)]).join('');
+    const shuffled = <T>(items: readonly T[]): T[] => {
+      const out = [...items];
+      for (let i = out.length - 1; i > 0; i--) {
+        const j = Math.floor(next() * (i + 1));
+        [out[i], out[j]] = [out[j], out[i]];
+      }
+      return out;
+    };
+    const ascending = (keys: Iterable<string>): string[] => [...keys].sort();
+    let walked = 0;
+    for (let round = 0; round < 200; round++) {
+      const listed = new Set(Array.from({ length: Math.floor(next() * 40) }, key));
+      const indexed = new Set(Array.from({ length: Math.floor(next() * 40) }, key));
+      const size = (k: string): number => (k.length + (next() < 0.1 ? 1 : 0)) % 3;
+      // In key order; some rounds with a few entries appended out of order, as a client adds them.
+      const order = ascending(indexed);
+      if (round % 3 === 1) order.push(...order.splice(Math.floor(next() * order.length), Math.floor(next() * 4)));
+      if (round % 3 === 2) order.reverse();
+      const entries = datastoreIndex(order.map((k) => indexEntry(k, { size: size(k) }))).entries;
+      const listing = listingOf(ascending(listed).map((k) => listedObject(k, { size: k.length % 3 })));
+      const inOrder = diffIndex(entries, listing);
+      // The same maps in another order are diffed by lookups.
+      const byLookup = diffIndex(new Map(shuffled([...entries])), new Map(shuffled([...listing])));
+      expect(inOrder).toEqual(byLookup);
+      walked += inOrder.missing.length + inOrder.stale.length;
+    }
+    expect(walked).toBeGreaterThan(1000);
   });
 
   it('is clean when sizes agree, whatever the times and ETags say', () => {
