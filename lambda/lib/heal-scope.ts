@@ -51,8 +51,8 @@ interface Healed {
 function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<string, ListedObject>): Planner<HealFacts> {
   const base = scopeBase(scope);
   const recent = (entry: IndexEntry | undefined): boolean => !(Date.parse(entry?.lastModified ?? '') < run.since);
-  // Keys some earlier read of the index held during this heal.
-  const indexedBefore = new Set<string>();
+  // The entries of each earlier read of the index during this heal: an index is never changed in place.
+  const readBefore: ReadonlyMap<string, IndexEntry>[] = [];
   // The first plan is heard (see `HealOptions.onPlanned`), unless the index it read is held as it is.
   let heard = false;
   const planned = (index: DatastoreIndex, live: LiveIndex): void => {
@@ -67,8 +67,8 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
     // The listing is no snapshot: an entry absent from it may be an upload that landed after it passed.
     const doubtful = raw.stale.filter((key) => !isRefusedKey(key) && recent(entries.get(key)));
     // ...and a listed key whose entry a client removed since an earlier read may be a delete that followed the listing.
-    const unindexed = raw.missing.filter((key) => indexedBefore.has(key));
-    for (const key of entries.keys()) indexedBefore.add(key);
+    const unindexed = raw.missing.filter((key) => readBefore.some((earlier) => earlier.has(key)));
+    if (!readBefore.includes(entries)) readBefore.push(entries);
     // ...and an entry of another size than the listing's may describe an overwrite that followed the listing:
     // resizing it would drop the client's sha256 and localMtime of the bytes S3 holds now.
     const doubtfulSize = raw.resized.filter(({ key }) => recent(entries.get(key)));
