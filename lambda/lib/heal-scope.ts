@@ -60,7 +60,7 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
     heard = true;
     run.options.onPlanned?.(scope, index);
   };
-  return async (live: LiveIndex): Promise<Plan<HealFacts>> => {
+  return async (live: LiveIndex, willWrite?: () => void): Promise<Plan<HealFacts>> => {
     const entries = baseIndexOf(live)?.entries ?? new Map<string, IndexEntry>();
     const raw = diffIndex(entries, indexable);
     const refusedStale = raw.stale.filter(isRefusedKey);
@@ -72,6 +72,8 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
     // ...and an entry of another size than the listing's may describe an overwrite that followed the listing:
     // resizing it would drop the client's sha256 and localMtime of the bytes S3 holds now.
     const doubtfulSize = raw.resized.filter(({ key }) => recent(entries.get(key)));
+    // Drift no confirmation can take back: the lock is taken while the rest of the plan is made.
+    if (willWrite && writesSurely(live, raw, { doubtful, unindexed, doubtfulSize })) willWrite();
     // ...and an orphan file's entry the listing never saw may be a lockless client's upload, its manifest write to come.
     const orphaned = recentOrphans(live.shards?.adoptable, entries, indexable, run.since);
     // An entry is never an orphan: the sizes asked about are the index's, or the orphan file's.
@@ -102,6 +104,26 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
     planned(index, live);
     return { index, facts };
   };
+}
+
+/** What a plan's confirmations may still take back of a drift (see `healPlanner`). */
+interface Doubts {
+  readonly doubtful: readonly string[];
+  readonly unindexed: readonly string[];
+  readonly doubtfulSize: readonly unknown[];
+}
+
+/**
+ * True when the plan on `live` returns an index whatever S3 confirms: the index is not whole, or some of
+ * its drift is beyond doubt (a missing key it can hold that no earlier read held, an old stale or
+ * resized entry, an entry whose key clients refuse).
+ */
+function writesSurely(live: LiveIndex, raw: Drift, doubts: Doubts): boolean {
+  if (live.state !== 'valid') return true;
+  if (raw.stale.length > doubts.doubtful.length || raw.resized.length > doubts.doubtfulSize.length) return true;
+  if (raw.missing.length === doubts.unindexed.length) return false;
+  const unindexed = new Set(doubts.unindexed);
+  return raw.missing.some((key) => !unindexed.has(key) && (live.layout !== 'shard-first' || partitionOf(key) !== undefined));
 }
 
 /**

@@ -301,14 +301,15 @@ export class DatastoreLock {
   }
 }
 
-/** Runs `work` while holding the lock at `key`, releasing it whatever happens. */
+/** Runs `work` while holding the lock at `key` (`taken`: its take, sent already), releasing it whatever happens. */
 export async function withLock<T>(
   store: S3Store,
   key: string,
   options: LockOptions,
   work: (lock: DatastoreLock) => Promise<T>,
+  taken?: Promise<DatastoreLock>,
 ): Promise<T> {
-  const lock = await DatastoreLock.acquire(store, key, options);
+  const lock = await (taken ?? DatastoreLock.acquire(store, key, options));
   try {
     return await work(lock);
   } finally {

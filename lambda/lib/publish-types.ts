@@ -11,8 +11,11 @@ export interface Plan<F> {
   readonly facts: F;
 }
 
-/** Decides the index a scope should have given what is live. */
-export type Planner<F> = (live: LiveIndex) => Promise<Plan<F>>;
+/**
+ * Decides the index a scope should have given what is live. `willWrite`, when given, is called once the
+ * planner is sure it returns an index: the lock is then taken while it finishes the plan.
+ */
+export type Planner<F> = (live: LiveIndex, willWrite?: () => void) => Promise<Plan<F>>;
 
 /** Structured events a caller may log. */
 export type PublishEvent =

@@ -3,13 +3,14 @@ import { sleep } from './concurrency';
 import { ConditionalWritesUnsupportedError, PublishConflictError } from './errors';
 import { type DatastoreIndex, EarlyBody } from './index-file';
 import { readLiveIndex } from './layouts/read';
-import type { IndexWriteResult, KnownIndex, LiveIndex, UnreadablePart, WriteOptions } from './layouts/types';
+import type { IndexWriteResult, KnownIndex, LiveIndex, WriteOptions } from './layouts/types';
 import { writeIndex } from './layouts/write';
-import { CLIENT_TURN, type LockOptions, type DatastoreLock, withLock } from './lock';
+import { CLIENT_TURN, DatastoreLock, type LockOptions, withLock } from './lock';
 import type { Plan, Planner, PublishEvent, PublishOutcome, PublishRunOptions } from './publish-types';
 import { heldCopyKey, lockKeyOf, manifestKeyOf, publishRecordKey, unreadableCopyKey } from './names';
 import type { S3Store } from './s3';
 import type { IndexScope } from './scope';
+import { knownOf, monolithIndexed, sameVersion, standsBeforeLock, unreadablePartsOf } from './publish-versions';
 
 export type { Plan, Planner, PublishEvent, PublishOptions, PublishOutcome, PublishRunOptions } from './publish-types';
 
@@ -19,13 +20,24 @@ interface Planned<F> {
   readonly plan: Plan<F>;
 }
 
-/** The first try of an attempt: the plan it was given, and reads sent as the lock is taken. */
-interface Opening<F> {
-  readonly planned: Planned<F>;
+/** Reads of a version planned on, sent as the lock is taken: they are answered with it. */
+interface LockReads {
   readonly alongside?: Promise<LiveIndex>;
   readonly record?: Promise<boolean>;
+}
+
+/** The first try of an attempt: the plan it was given, and reads sent as the lock is taken. */
+interface Opening<F> extends LockReads {
+  readonly planned: Planned<F>;
   /** The planned monolith's bytes, made while the lock is taken rather than after it. */
   readonly body?: EarlyBody;
+}
+
+/** The lock taken while the first plan was still being made (see `Planner`), and the reads sent with it. */
+interface Ahead {
+  readonly live: LiveIndex;
+  readonly lock: Promise<DatastoreLock>;
+  readonly reads: LockReads;
 }
 
 /** How one attempt under the lock ended. */
@@ -39,38 +51,9 @@ type Attempt<F> =
     }
   | { readonly status: 'settled'; readonly live: LiveIndex };
 
-/** True when a layout's index is one object, the monolith: its ETag alone names the version a plan was made for. */
-function monolithIndexed(live: LiveIndex): boolean {
-  return live.layout === 'monolith' || live.layout === 'dual-write';
-}
-
-/**
- * True when a write may rest on this read made before the lock was taken: its every object is written
- * on the condition of the version read (a monolith, or a partial shard-first read with its manifest).
- */
-function standsBeforeLock(live: LiveIndex): boolean {
-  return monolithIndexed(live) || live.shards?.partial !== undefined;
-}
-
-/** True when two reads found the same index version: both absent, or the same monolith with the same ETag. */
-function sameVersion(a: LiveIndex, b: LiveIndex): boolean {
-  if (a === b) return true;
-  if (a.layout !== b.layout || !monolithIndexed(a) || a.state !== b.state) return false;
-  if (a.state === 'absent') return true;
-  return a.state === 'valid' && b.state === 'valid' && a.etag !== undefined && a.etag === b.etag;
-}
-
 function jitter(attempt: number): number {
   const cap = Math.min(2000, 50 * 2 ** attempt);
   return cap / 2 + Math.random() * (cap / 2);
-}
-
-/** The objects of a live index that do not parse and of which a copy is kept before anything replaces them. */
-function unreadablePartsOf(live: LiveIndex): UnreadablePart[] {
-  const parts = live.state === 'unreadable' ? [...live.parts] : [];
-  const bad = live.badManifest;
-  if (bad && !parts.some((p) => p.etag === bad.etag && p.key === bad.key)) parts.unshift(bad);
-  return parts;
 }
 
 /**
@@ -90,6 +73,7 @@ class Publication<F> {
   /** The publish record this publication wrote, left behind by a lost race until a later attempt ends it. */
   private ownRecord?: string;
   private readonly keptEtags = new Set<string>();
+  private ahead?: Ahead;
   private readonly emit: (event: PublishEvent) => void;
   private readonly lockOptions: LockOptions;
 
@@ -125,10 +109,27 @@ class Publication<F> {
     return read;
   }
 
-  async plan(live: LiveIndex): Promise<Planned<F>> {
-    const plan = await this.planner(live);
+  /** Plans on `live`; `first`: the publish's first plan, whose planner may have the lock taken before it ends. */
+  async plan(live: LiveIndex, first = false): Promise<Planned<F>> {
+    const willWrite = first && !live.hold ? () => this.takeAhead(live) : undefined;
+    const plan = await this.planner(live, willWrite);
     this.plans.push(plan.facts);
     return { live, plan };
+  }
+
+  /** Sends the take of the lock, and the reads that go with it, before the first plan ends. */
+  private takeAhead(live: LiveIndex): void {
+    if (this.ahead) return;
+    const lock = DatastoreLock.acquire(this.store, lockKeyOf(this.scope.root), this.lockOptions);
+    lock.catch(() => undefined);
+    this.ahead = { live, lock, reads: this.lockReads(live) };
+  }
+
+  /** Gives back a lock taken ahead that no write will use: the plan failed, or has nothing to write. */
+  async dropAhead(): Promise<void> {
+    const lock = this.ahead?.lock;
+    this.ahead = undefined;
+    await lock?.then((held) => held.release()).catch(() => undefined);
   }
 
   /** Keeps a copy of every unreadable object of `live` not kept yet in this publish. */
@@ -170,10 +171,16 @@ class Publication<F> {
     let planned = first;
     let opening: Opening<F> | undefined = this.opening(planned);
     for (let attempt = 0; ; attempt++) {
+      const taken = this.ahead?.lock;
+      this.ahead = undefined;
       // Each try holds the lock for itself alone: the race was lost to a writer that does not take the lock,
       // so waiting out the next try under it would only keep out the clients that do.
-      const tried = await withLock(this.store, lockKeyOf(this.scope.root), this.lockOptions, (lock) =>
-        this.tryOnce(lock, opening, readAgain),
+      const tried = await withLock(
+        this.store,
+        lockKeyOf(this.scope.root),
+        this.lockOptions,
+        (lock) => this.tryOnce(lock, opening, readAgain),
+        taken,
       );
       opening = undefined;
       if (tried.status !== 'conflict') return tried;
@@ -216,16 +223,22 @@ class Publication<F> {
 
   /** What the first try under the lock starts from: the plan made, and the reads sent while the lock is taken. */
   private opening(planned: Planned<F>): Opening<F> {
-    // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
-    // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
-    const monolith = this.conditional && monolithIndexed(planned.live) ? this.readAhead(this.knownOf(planned.live)) : undefined;
-    // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
-    const alongside = this.conditional && planned.live.shards?.partial ? Promise.resolve(planned.live) : monolith;
-    // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
-    const record = planned.live.shards?.recordUnread ? this.askRecord() : undefined;
+    const reads = this.ahead?.live === planned.live ? this.ahead.reads : this.lockReads(planned.live);
     const index = planned.plan.index;
     const body = index && planned.live.layout !== 'shard-first' ? new EarlyBody(index) : undefined;
-    return { planned, alongside, record, body };
+    return { planned, ...reads, body };
+  }
+
+  /** The reads sent with the take of the lock, for a plan made on `live`. */
+  private lockReads(live: LiveIndex): LockReads {
+    // With conditional writes a monolith is re-read while the lock is taken, not after: the write's condition
+    // refuses any version but the one read, and an unchanged one is not downloaded again (If-None-Match).
+    const monolith = this.conditional && monolithIndexed(live) ? this.readAhead(knownOf(live)) : undefined;
+    // A partial shard-first read stands: its write is conditioned on every ETag read, the manifest's too.
+    const alongside = this.conditional && live.shards?.partial ? Promise.resolve(live) : monolith;
+    // The publish record a partial read left unasked is asked while the lock is taken: only a write needs it.
+    const record = live.shards?.recordUnread ? this.askRecord() : undefined;
+    return { alongside, record };
   }
 
   /** One read-plan-write under the lock; after a lost race (`conflict`) the caller tries again with no opening. */
@@ -271,11 +284,6 @@ class Publication<F> {
   private async rereadUnderLock(lock: DatastoreLock, alongside: Promise<LiveIndex> | undefined): Promise<LiveIndex> {
     const reread = alongside && this.conditional && lock.waits === 0 ? await alongside : undefined;
     return reread && standsBeforeLock(reread) ? reread : this.read();
-  }
-
-  /** The version a monolith read holds, so a read of it unchanged is not downloaded again. */
-  private knownOf(live: LiveIndex): KnownIndex | undefined {
-    return live.state === 'valid' && live.etag ? { etag: live.etag, index: live.index } : undefined;
   }
 
   /** Writes `index` in the scope's layout, conditionally unless the store turns out not to support it. */
@@ -340,7 +348,13 @@ export async function publishIndex<F>(
   const rounds = options.convergeRounds ?? 2;
   const run = new Publication(store, scope, planner, options);
   const before = await (options.before ?? run.read());
-  let planned = await run.plan(before);
+  let planned: Planned<F> | undefined;
+  try {
+    planned = await run.plan(before, true);
+  } finally {
+    // A lock taken while planning is kept only for the write it was taken for.
+    if (!planned?.plan.index || before.hold) await run.dropAhead();
+  }
   let last = before;
   let written: Planned<F> | undefined;
   if (before.hold) {

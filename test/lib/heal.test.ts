@@ -269,6 +269,34 @@ describe('healRoot confirms stale entries the listing may have missed', () => {
   });
 });
 
+describe('healRoot takes the lock only for a write', () => {
+  it('takes no lock when all it found was doubtful and S3 confirms the index', async () => {
+    // GIVEN an index true but for a recent entry whose object the listing does not report (an upload it passed)
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'q', objects: 4 });
+    await putObjects(store, { 'q/logs/late.log': 'uploaded as the listing passed' });
+    const late = indexEntry('logs/late.log', { size: 30, lastModified: isoAgo(1000) });
+    const current = seeded.expectedEntries().map((e) => indexEntry(e.key, { size: e.size, lastModified: isoAgo(3_600_000) }));
+    const etag = await putIndex(store, seeded.indexKey(), [...current, late]);
+    const hiding: Lister = (s, prefix) =>
+      (async function* () {
+        for await (const page of s.listPages({ prefix }))
+          yield { ...page, objects: page.objects.filter((o) => o.key !== 'q/logs/late.log') };
+      })();
+    const healer = connectStore(store.bucket);
+    const log = trackRequests(healer);
+
+    // WHEN it is healed
+    const report = await healRoot(healer, seeded.root, { mode: 'repair', lister: hiding });
+
+    // THEN the entry was asked about, found, and nothing was written: not even the lock
+    expect(scopeReport(report.scopes)).toMatchObject({ published: false });
+    expect(log.filter((r) => r.op === 'HeadObject').map((r) => r.key)).toEqual(['q/logs/late.log']);
+    expect(log.filter((r) => r.op === 'PutObject' || r.op === 'DeleteObject')).toEqual([]);
+    expect((await store.head(seeded.indexKey()))!.etag).toBe(etag);
+  });
+});
+
 describe('healRoot after a client deleted an object', () => {
   it('drops the entry of an object deleted since the index was written', async () => {
     const store = await testStore();

@@ -213,6 +213,75 @@ describe('publishIndex round trips', () => {
   });
 });
 
+describe('publishIndex with the lock taken while the plan is finished', () => {
+  /** A store whose take of the root's lock is noted as it is sent. */
+  function noting(bucket: string): { store: S3Store; taking: () => boolean } {
+    let taking = false;
+    const store = hookedStore(bucket, {
+      beforePut(key) {
+        if (key === 'p/.datastore.lock') taking = true;
+      },
+    });
+    return { store, taking: () => taking };
+  }
+
+  /** Calls `willWrite`, sees its take of the lock sent within a few turns of the event loop, and waits until the lock stands. */
+  async function takenAhead(store: S3Store, taking: () => boolean, willWrite?: () => void): Promise<void> {
+    willWrite?.();
+    for (let turn = 0; turn < 20 && !taking(); turn++) await new Promise((resolve) => setImmediate(resolve));
+    if (!taking()) throw new Error('willWrite sent no take of the lock');
+    while (!(await store.head('p/.datastore.lock'))) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  it('takes the lock once the planner says it will write, and writes under it', async () => {
+    // GIVEN an index, and a planner that says it will write, then finishes its plan only once the lock stands
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+    await putIndex(store, 'p/.datastore-index.json', [indexEntry('data/old')]);
+    const planner = adding('data/a');
+    const publisher = noting(store.bucket);
+    const plan: Planner<undefined> = async (live, willWrite) => {
+      if (planner.calls.length === 0) await takenAhead(store, publisher.taking, willWrite);
+      return planner.plan(live);
+    };
+
+    // WHEN an entry is published
+    const outcome = await publishIndex(publisher.store, scope, plan);
+
+    // THEN it is written once, from the one plan, and the lock is gone
+    expect(outcome).toMatchObject({ writes: 1, conflicts: 0, lockWaits: 0 });
+    expect(planner.calls).toHaveLength(1);
+    expect(summarize(await readIndex(store, 'p/.datastore-index.json')).map((e) => e.key)).toEqual(['data/a', 'data/old']);
+    expect(await store.head('p/.datastore.lock')).toBeUndefined();
+  });
+
+  it.each([
+    ['finds nothing to write after all', async () => ({ facts: undefined })],
+    [
+      'fails',
+      async () => {
+        throw new Error('the plan failed');
+      },
+    ],
+  ] as const)('gives the lock back, nothing written, when a planner that said it will write %s', async (_, finish) => {
+    const store = await testStore();
+    const scope = { root: { bucket: store.bucket, prefix: 'p' } };
+    const etag = await putIndex(store, 'p/.datastore-index.json', [indexEntry('data/old')]);
+    const publisher = noting(store.bucket);
+    const plan: Planner<undefined> = async (_live, willWrite) => {
+      await takenAhead(store, publisher.taking, willWrite);
+      return finish();
+    };
+
+    const published = publishIndex(publisher.store, scope, plan);
+
+    if (_ === 'fails') await expect(published).rejects.toThrow('the plan failed');
+    else expect(await published).toMatchObject({ writes: 0, published: false });
+    expect(await store.head('p/.datastore.lock')).toBeUndefined();
+    expect((await store.head('p/.datastore-index.json'))!.etag).toBe(etag);
+  });
+});
+
 describe('publishIndex after a lost race', () => {
   it.each(['monolith', 'dual-write'] as const)(
     'reads and plans a %s root again before it takes the lock anew, so the lock is held only to write',
