@@ -21,8 +21,12 @@ export interface ListingHint {
 /** Keys sampled from a hint at most: cut points among a few dozen slices need no more. */
 const SAMPLE_KEYS = 4096;
 
-/** How long a blind cut waits for a hint on its way, as a share of the round trip its probe took. */
-const HINT_WAIT = 0.5;
+/**
+ * How long a blind cut waits for a hint on its way, as a share of the round trip its probe took: a hint
+ * that lands within a round trip still cuts sooner than a blind round, whose slices are only known a
+ * round trip later.
+ */
+const HINT_WAIT = 1;
 
 /** Some of a hint's keys, made full keys and sorted as S3 sorts them, each standing for `weight` keys. */
 export interface HintSample {

@@ -545,6 +545,34 @@ describe('parallelLister with a hint', () => {
     expect(memory.counts.probes).toBe(1);
   });
 
+  it('waits for a hint landing most of a round trip after the first probe: it still cuts before a blind round would', async () => {
+    // GIVEN the same root, 100 ms a request, and the hint landing 70 ms after the first probe is answered
+    const keys = layouts['a swamp-like datastore']();
+    const memory = memoryStore(keys, { latencyMs: 100 });
+    let give: (hint: ListingHint) => void = () => undefined;
+    const landing = new Promise<ListingHint>((resolve) => {
+      give = resolve;
+    });
+    const store = Object.create(memory.store) as S3Store;
+    store.listPages = (options) => {
+      const pages = memory.store.listPages(options);
+      if (!options.delimiter) return pages;
+      return (async function* () {
+        for await (const page of pages) {
+          setTimeout(() => give(hintOf(keys)), 70);
+          yield page;
+        }
+      })();
+    };
+
+    // WHEN it is listed with that hint
+    const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(store, 'root/', landing));
+
+    // THEN every key comes back once and in order, and no slice was cut blind
+    expect(listed).toEqual(await keysOf(sequentialLister(memoryStore(keys).store, 'root/')));
+    expect(memory.counts.probes).toBe(1);
+  });
+
   it('cuts by a true hint into slices of whole pages: few requests beyond the pages, none deeper', async () => {
     // GIVEN 10,000 hash-named keys in one folder, 100 keys a page (100 pages: 3 and a bit per slot), 32 requests at once once hinted
     const r = random(10);
