@@ -546,9 +546,9 @@ describe('parallelLister with a hint', () => {
   });
 
   it('waits for a hint landing most of a round trip after the first probe: it still cuts before a blind round would', async () => {
-    // GIVEN the same root, 100 ms a request, and the hint landing 70 ms after the first probe is answered
+    // GIVEN the same root, 200 ms a request, and the hint landing 120 ms after the first probe is answered
     const keys = layouts['a swamp-like datastore']();
-    const memory = memoryStore(keys, { latencyMs: 100 });
+    const memory = memoryStore(keys, { latencyMs: 200 });
     let give: (hint: ListingHint) => void = () => undefined;
     const landing = new Promise<ListingHint>((resolve) => {
       give = resolve;
@@ -559,7 +559,7 @@ describe('parallelLister with a hint', () => {
       if (!options.delimiter) return pages;
       return (async function* () {
         for await (const page of pages) {
-          setTimeout(() => give(hintOf(keys)), 70);
+          setTimeout(() => give(hintOf(keys)), 120);
           yield page;
         }
       })();
