@@ -516,11 +516,17 @@ describe('parallelLister with a hint', () => {
     expect(narrow.counts.depth).toBeGreaterThan(hinted.counts.depth);
   });
 
-  it('waits a little for a hint on its way rather than cut blind a round before it lands', async () => {
-    // GIVEN a swamp-like root of 4,000 keys, 100 keys a page, and its index's keys as a hint that lands just
-    // after the first probe is answered, as an index read sent with the listing does
+  /**
+   * Lists a swamp-like root of 4,000 keys, 100 keys a page, `latencyMs` a request, with its index's keys as
+   * a hint that lands when `after` calls back, once the first probe (a folder page) is answered, as an index
+   * read sent with the listing does; returns the keys listed and the probes sent.
+   */
+  async function listWithHintAfterProbe(
+    latencyMs: number,
+    after: (land: () => void) => void,
+  ): Promise<{ listed: string[]; probes: number; expected: string[] }> {
     const keys = layouts['a swamp-like datastore']();
-    const memory = memoryStore(keys, { latencyMs: 40 });
+    const memory = memoryStore(keys, { latencyMs });
     let give: (hint: ListingHint) => void = () => undefined;
     const landing = new Promise<ListingHint>((resolve) => {
       give = resolve;
@@ -531,46 +537,33 @@ describe('parallelLister with a hint', () => {
       if (!options.delimiter) return pages;
       return (async function* () {
         for await (const page of pages) {
-          setImmediate(() => give(hintOf(keys)));
+          after(() => give(hintOf(keys)));
           yield page;
         }
       })();
     };
-
-    // WHEN it is listed with that hint
     const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(store, 'root/', landing));
+    return { listed, probes: memory.counts.probes, expected: await keysOf(sequentialLister(memoryStore(keys).store, 'root/')) };
+  }
+
+  it('waits a little for a hint on its way rather than cut blind a round before it lands', async () => {
+    // GIVEN 40 ms a request, and the hint landing just after the first probe is answered
+    // WHEN the root is listed with that hint
+    const { listed, probes, expected } = await listWithHintAfterProbe(40, (land) => setImmediate(land));
 
     // THEN every key comes back once and in order, and no slice was cut blind: the first probe was the only one
-    expect(listed).toEqual(await keysOf(sequentialLister(memoryStore(keys).store, 'root/')));
-    expect(memory.counts.probes).toBe(1);
+    expect(listed).toEqual(expected);
+    expect(probes).toBe(1);
   });
 
   it('waits for a hint landing most of a round trip after the first probe: it still cuts before a blind round would', async () => {
-    // GIVEN the same root, 200 ms a request, and the hint landing 120 ms after the first probe is answered
-    const keys = layouts['a swamp-like datastore']();
-    const memory = memoryStore(keys, { latencyMs: 200 });
-    let give: (hint: ListingHint) => void = () => undefined;
-    const landing = new Promise<ListingHint>((resolve) => {
-      give = resolve;
-    });
-    const store = Object.create(memory.store) as S3Store;
-    store.listPages = (options) => {
-      const pages = memory.store.listPages(options);
-      if (!options.delimiter) return pages;
-      return (async function* () {
-        for await (const page of pages) {
-          setTimeout(() => give(hintOf(keys)), 120);
-          yield page;
-        }
-      })();
-    };
-
-    // WHEN it is listed with that hint
-    const listed = await keysOf(parallelLister({ concurrency: 16, pageSize: 100 })(store, 'root/', landing));
+    // GIVEN 200 ms a request, and the hint landing 120 ms after the first probe is answered
+    // WHEN the root is listed with that hint
+    const { listed, probes, expected } = await listWithHintAfterProbe(200, (land) => setTimeout(land, 120));
 
     // THEN every key comes back once and in order, and no slice was cut blind
-    expect(listed).toEqual(await keysOf(sequentialLister(memoryStore(keys).store, 'root/')));
-    expect(memory.counts.probes).toBe(1);
+    expect(listed).toEqual(expected);
+    expect(probes).toBe(1);
   });
 
   it('cuts by a true hint into slices of whole pages: few requests beyond the pages, none deeper', async () => {
