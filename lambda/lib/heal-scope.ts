@@ -1,6 +1,6 @@
 /** The heal of one scope's index against its listing, read whole: plan, confirm doubtful findings, publish, report. */
 import { confirmDoubtful } from './confirm';
-import { type Drift, diffIndex, driftCounts, healIndex, isClean, recentOrphans } from './drift';
+import { type Drift, type ResizedEntry, diffIndex, driftCounts, healIndex, isClean, recentOrphans } from './drift';
 import type { HealRun } from './heal-run';
 import type { ScopeReport } from './heal-types';
 import type { DatastoreIndex, IndexEntry, ListedObject } from './index-file';
@@ -110,7 +110,7 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
 interface Doubts {
   readonly doubtful: readonly string[];
   readonly unindexed: readonly string[];
-  readonly doubtfulSize: readonly unknown[];
+  readonly doubtfulSize: readonly ResizedEntry[];
 }
 
 /**
