@@ -253,6 +253,28 @@ class PageReader {
   }
 }
 
+const URL_ENCODED = Buffer.from('<EncodingType>url</EncodingType>', 'latin1');
+
+/**
+ * True when the page may hold CDATA or a comment. Both open with `<!`: a page without a `!` (found by a
+ * native scan for one byte, where a search for `<![CDATA[` stops at every tag) holds neither.
+ */
+function hasMarkupDeclaration(bytes: Buffer): boolean {
+  return bytes.includes(0x21) && (bytes.includes('<![CDATA[') || bytes.includes('<!--'));
+}
+
+/**
+ * Whether the answer says its keys are URL-encoded, known before the first key is read. Stores write
+ * `<EncodingType>` before or after the objects, so only the bytes before the first `<Contents>` and after
+ * the last `</Contents>` are searched; one written among them is refused where the parse meets it.
+ */
+function saysUrlEncoded(bytes: Buffer): boolean {
+  const first = bytes.indexOf(CONTENTS.open);
+  if (first < 0) return bytes.includes(URL_ENCODED);
+  if (bytes.subarray(0, first).includes(URL_ENCODED)) return true;
+  return bytes.subarray(bytes.lastIndexOf(CONTENTS.close)).includes(URL_ENCODED);
+}
+
 /**
  * Reads a ListObjectsV2 answer (`<ListBucketResult>`), or answers undefined when the document is anything
  * else or uses XML this reader does not handle (CDATA, comments, an encoding other than `url`, unknown entities).
@@ -265,11 +287,10 @@ export function parseListObjectsV2(body: Uint8Array | string, etags = true): Lis
   const page = new PageReader(bytes, etags);
   try {
     const rootOpen = bytes.indexOf('<ListBucketResult');
-    if (rootOpen < 0 || bytes.includes('<![CDATA[') || bytes.includes('<!--')) return undefined;
+    if (rootOpen < 0 || hasMarkupDeclaration(bytes)) return undefined;
     let at = page.next(GT, rootOpen) + 1;
     if (at <= 0 || bytes[at - 2] === SLASH) return undefined;
-    // Known before the first key: stores write <EncodingType> before or after the objects.
-    page.urlEncoded = bytes.includes('<EncodingType>url</EncodingType>');
+    page.urlEncoded = saysUrlEncoded(bytes);
     const objects: ListedEntry[] = [];
     const prefixes: string[] = [];
     let isTruncated: boolean | undefined;
@@ -303,7 +324,8 @@ export function parseListObjectsV2(body: Uint8Array | string, etags = true): Lis
         if (prefix !== undefined) prefixes.push(page.keyText(prefix));
       } else if (name === 'IsTruncated') isTruncated = page.text(inner, close).trim() === 'true';
       else if (name === 'NextContinuationToken') nextContinuationToken = page.text(inner, close);
-      else if (name === 'EncodingType' && page.text(inner, close) !== 'url') return undefined;
+      // Met among the objects, where `saysUrlEncoded` does not look: the keys before it were read as not encoded.
+      else if (name === 'EncodingType' && (page.text(inner, close) !== 'url' || !page.urlEncoded)) return undefined;
       at = close + name.length + 3;
     }
     if (isTruncated === undefined || (isTruncated && !nextContinuationToken)) return undefined;

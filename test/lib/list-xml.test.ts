@@ -122,6 +122,12 @@ describe('parseListObjectsV2', () => {
   ])('steps aside for %s', (_, xml) => {
     expect(parseListObjectsV2(xml)).toBeUndefined();
   });
+
+  it('reads keys holding a !, and still steps aside for a comment or CDATA after one', () => {
+    expect(parseListObjectsV2(page(contents('p/wow!')))!.objects[0].key).toBe('p/wow!');
+    expect(parseListObjectsV2(page(`${contents('p/wow!')}<!-- hi -->`))).toBeUndefined();
+    expect(parseListObjectsV2(page(`${contents('p/wow!')}${contents('<![CDATA[p/x]]>')}`))).toBeUndefined();
+  });
 });
 
 describe('URL-encoded listings (encoding-type=url)', () => {
@@ -137,6 +143,10 @@ describe('URL-encoded listings (encoding-type=url)', () => {
     const parsed = parseListObjectsV2(xml)!;
     expect(parsed.objects.map((o) => o.key)).toEqual(keys);
     expect(parsed.prefixes).toEqual(['p/sp ace\r/']);
+  });
+
+  it('steps aside for the element written among the objects, where it is not looked for before the first key', () => {
+    expect(parseListObjectsV2(page(`${contents('p/a%2Bb')}<EncodingType>url</EncodingType>${contents('p/c')}`))).toBeUndefined();
   });
 
   it('leaves the keys of an answer that does not say it is encoded as they are', () => {
