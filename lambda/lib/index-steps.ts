@@ -7,6 +7,7 @@
  * its structure, each piece is checked by `JSON.parse` itself, and any doubt parses the file whole.
  */
 import { type ParsedIndex, indexOfJson, parseIndex } from './index-file';
+import { scanEntries } from './index-scan';
 
 /** About how many bytes of entries are parsed in one step. */
 const STEP_BYTES = 512 * 1024;
@@ -92,6 +93,9 @@ function cutsOf(b: Buffer, step: number): Cuts | undefined {
   return open >= 0 && close > open ? { open, close, commas } : undefined;
 }
 
+/** The check of entries all read by `scanEntries`, which reads only sound ones. */
+const scannedSound = (): undefined => undefined;
+
 /** Waits for the event loop to run what is due (responses read, requests sent) before the next step. */
 function nextStep(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
@@ -118,8 +122,12 @@ export async function parseIndexInSteps(bytes: Uint8Array, step = STEP_BYTES): P
     const { entries: _e, ...fields } = head as Record<string, unknown>;
     const entries = new Map<string, unknown>();
     const bounds = [open, ...commas, close];
+    // Entries the scan reads are sound by its own rules; any piece `JSON.parse` read has each entry checked.
+    let parsedPieces = 0;
     for (let i = 1; i < bounds.length; i++) {
       await nextStep();
+      if (scanEntries(b, bounds[i - 1] + 1, bounds[i], entries) !== undefined) continue;
+      parsedPieces++;
       const piece = JSON.parse(`{${b.toString('utf8', bounds[i - 1] + 1, bounds[i])}}`) as Record<string, unknown>;
       let members = 0;
       for (const key in piece) {
@@ -129,7 +137,7 @@ export async function parseIndexInSteps(bytes: Uint8Array, step = STEP_BYTES): P
       }
       if (members === 0 && bounds.length > 2) return parseIndex(bytes);
     }
-    return indexOfJson(fields, entries);
+    return indexOfJson(fields, entries, parsedPieces > 0 ? undefined : scannedSound);
   } catch {
     // Not JSON, or nested deeper than the engine parses: the whole parse says which, as it always has.
     return parseIndex(bytes);
