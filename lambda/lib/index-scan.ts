@@ -8,12 +8,13 @@
  * else in a piece makes it answer undefined, and the caller parses that piece with `JSON.parse`.
  */
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
+/** Bytes of JSON's syntax, shared with the stepped parse's scan. */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const COMMA = 0x2c;
+export const OPEN = 0x7b;
+export const CLOSE = 0x7d;
 const COLON = 0x3a;
-const COMMA = 0x2c;
-const OPEN = 0x7b;
-const CLOSE = 0x7d;
 const ZERO = 0x30;
 const NINE = 0x39;
 const KEY = Buffer.from('key', 'latin1');

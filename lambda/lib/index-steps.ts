@@ -7,16 +7,11 @@
  * its structure, each piece is checked by `JSON.parse` itself, and any doubt parses the file whole.
  */
 import { type ParsedIndex, indexOfJson, parseIndex } from './index-file';
-import { scanEntries } from './index-scan';
+import { BACKSLASH, CLOSE, COMMA, OPEN, QUOTE, scanEntries } from './index-scan';
 
 /** About how many bytes of entries are parsed in one step. */
 const STEP_BYTES = 512 * 1024;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const OPEN = 0x7b;
-const CLOSE = 0x7d;
 const OPEN_LIST = 0x5b;
 const CLOSE_LIST = 0x5d;
 const ENTRIES = Buffer.from('entries', 'latin1');
