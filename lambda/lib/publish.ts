@@ -352,8 +352,8 @@ export async function publishIndex<F>(
   try {
     planned = await run.plan(before, true);
   } finally {
-    // A lock taken while planning is kept only for the write it was taken for.
-    if (!planned?.plan.index || before.hold) await run.dropAhead();
+    // A lock taken while planning is kept only for the write it was taken for (a held index takes none).
+    if (!planned?.plan.index) await run.dropAhead();
   }
   let last = before;
   let written: Planned<F> | undefined;
