@@ -97,9 +97,10 @@ class EntryScanner {
     return this.expect(COLON);
   }
 
-  /** Consumes a plain non-negative integer; NaN for any other number (its sign, fraction or exponent). */
+  /** Consumes a plain non-negative integer after whitespace; NaN for any other number (its sign, fraction or exponent). */
   private size(): number {
     const { b, to } = this;
+    this.peek();
     const from = this.at;
     let at = from;
     let value = 0;
@@ -132,7 +133,6 @@ class EntryScanner {
     // The entry's `key` repeats the member's name; a key that differs is left to the checks of the parse.
     if (this.end - this.start !== keyLength || !sameBytes(b, keyStart, this.start, keyLength)) return false;
     if (!this.expect(COMMA) || !this.named(SIZE)) return false;
-    this.peek();
     const size = this.size();
     if (Number.isNaN(size) || !this.expect(COMMA) || !this.named(LAST_MODIFIED) || !this.plainString()) return false;
     const lastModified = this.sharedTime();
