@@ -15,7 +15,7 @@ export { type ChangesFor, type DeltaOptions, type DeltaReport, type ResolvedChan
 export type { DatastoreIndex, IndexEntry } from './index-file';
 export type { DatastoreRoot, IndexScope } from './scope';
 export type { S3Store } from './s3';
-export type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
+export type { GetOptions, ListOptions, ListPage, ObjectInfo, OpenedObject, StoredObject, WriteCondition, WriteResult } from './s3-types';
 export type { RequestObserver } from './s3-direct';
 export type { S3Settings } from './config';
 export type { ClientTurn, LockOptions } from './lock';

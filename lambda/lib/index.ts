@@ -49,6 +49,7 @@ export {
   type ListOptions,
   type ListPage,
   type ObjectInfo,
+  type OpenedObject,
   type StoredObject,
   type WriteCondition,
   type WriteResult,

@@ -4,6 +4,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
 import { type S3Settings, checkRegion } from './config';
 import { allowDirect } from './s3-direct';
+import { HttpPool } from './s3-http';
 
 /** How long a request may wait for an answer's headers before it fails (and is retried). */
 export const REQUEST_TIMEOUT_MS = 30_000;
@@ -27,7 +28,7 @@ export function createS3Client(
   const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const source = settings.region !== undefined ? 'The region' : process.env.AWS_REGION !== undefined ? 'AWS_REGION' : 'AWS_DEFAULT_REGION';
   checkRegion(region, source);
-  // One pool of kept-alive connections, shared by the SDK and the direct path (`s3-direct.ts`).
+  // The SDK's kept-alive connections; the direct path (`s3-direct.ts`) keeps its own, as many at most.
   const httpAgent = new HttpAgent({ keepAlive: true, maxSockets: MAX_SOCKETS });
   const httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: MAX_SOCKETS });
   const client = new S3Client({
@@ -49,16 +50,11 @@ export function createS3Client(
     ...overrides,
   });
   const where = settings.endpoint ?? 'S3';
+  let pool: HttpPool | undefined;
   // A caller's own transport (a test's fault injector) must see every request: then the SDK sends them all.
   if (overrides.requestHandler === undefined) {
-    allowDirect(client, {
-      httpAgent,
-      httpsAgent,
-      connectionTimeoutMs: CONNECTION_TIMEOUT_MS,
-      requestTimeoutMs,
-      where,
-      expectedBucketOwner: settings.expectedBucketOwner,
-    });
+    pool = new HttpPool({ maxSockets: MAX_SOCKETS, connectionTimeoutMs: CONNECTION_TIMEOUT_MS, requestTimeoutMs, where });
+    allowDirect(client, { pool, expectedBucketOwner: settings.expectedBucketOwner });
   }
   const owner = settings.expectedBucketOwner;
   if (owner !== undefined) {
@@ -77,6 +73,7 @@ export function createS3Client(
     destroy();
     httpAgent.destroy();
     httpsAgent.destroy();
+    pool?.destroy();
   };
   client.middlewareStack.add(
     (next) => async (args) => {

@@ -1,26 +1,22 @@
 /**
- * The direct path: the high-volume requests (ListObjectsV2 pages, GetObject streams, HeadObject) sent over
- * Node's http, signed as the SDK signs them (`s3-sign.ts`) with the SDK's credentials provider and endpoint
- * rules, without its per-request middleware stack, which costs more CPU than the request itself. Everything
- * else stays on the SDK client.
+ * The direct path: the high-volume requests (ListObjectsV2 pages, GetObject bodies, HeadObject) sent over
+ * connections of its own (`s3-http.ts`), signed as the SDK signs them (`s3-sign.ts`) with the SDK's
+ * credentials provider and endpoint rules, without its per-request middleware stack, which costs more CPU
+ * than the request itself. Everything else stays on the SDK client.
  */
-import { type Agent as HttpAgent, type IncomingMessage, request as httpRequest } from 'node:http';
-import { type Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Readable } from 'node:stream';
 import type { S3Client } from '@aws-sdk/client-s3';
 import { sleep } from './concurrency';
 import { UnexpectedError } from './errors';
 import { type BucketEndpoint, escapeUri, resolveBucketEndpoint } from './s3-endpoint';
 import { CONNECTION_CODES, TIMEOUT_CODES } from './s3-errors';
+import type { HttpPool } from './s3-http';
 import { type CredentialSource, RequestSigner, canonicalQuery } from './s3-sign';
 
 /** How the client that allows the direct path sends its requests (set by `createS3Client`). */
 export interface DirectSettings {
-  readonly httpAgent: HttpAgent;
-  readonly httpsAgent: HttpsAgent;
-  readonly connectionTimeoutMs: number;
-  readonly requestTimeoutMs: number;
-  /** The endpoint as the user gave it (`S3` for AWS), named by a timeout. */
-  readonly where: string;
+  /** The connections it sends on, with their timeouts. */
+  readonly pool: HttpPool;
   /** The account that must own the bucket, sent (and signed) as `x-amz-expected-bucket-owner`; S3 answers 403 to any other. */
   readonly expectedBucketOwner?: string;
 }
@@ -89,7 +85,7 @@ export interface DirectAnswer {
   readonly status: number;
   readonly headers: Record<string, string | undefined>;
   readonly body?: Buffer;
-  readonly stream?: IncomingMessage;
+  readonly stream?: Readable;
 }
 
 /** One request, before signing. */
@@ -99,8 +95,8 @@ export interface DirectRequest {
   /** The object key, or undefined for a bucket request (a listing). */
   readonly key?: string;
   readonly query?: Record<string, string>;
-  /** Hand a 2xx answer's body over as a stream rather than read it whole. */
-  readonly stream?: boolean;
+  /** Hand a 2xx answer's body longer than this many bytes (or of a length not announced) over as a stream rather than read it whole. */
+  readonly streamOver?: number;
   /** What an observer sees of it (`Prefix`, `Key`, …). */
   readonly input: Readonly<Record<string, string | undefined>>;
 }
@@ -191,69 +187,17 @@ export class DirectRequests {
     const search = Object.keys(query)
       .map((k) => `${escapeUri(k)}=${escapeUri(query[k])}`)
       .join('&');
-    const https = endpoint.protocol === 'https:';
-    const { requestTimeoutMs, connectionTimeoutMs, where } = this.settings;
-    return new Promise<DirectAnswer>((resolve, reject) => {
-      const req = (https ? httpsRequest : httpRequest)({
-        method: request.method,
-        hostname: endpoint.hostname,
-        port: endpoint.port,
-        path: search ? `${path}?${search}` : path,
-        headers: signedHeaders,
-        agent: https ? this.settings.httpsAgent : this.settings.httpAgent,
-      });
-      let connectTimer: NodeJS.Timeout | undefined;
-      const fail = (err: Error): void => {
-        clearTimeout(connectTimer);
-        req.destroy(err);
-        reject(err);
-      };
-      req.on('socket', (socket) => {
-        if (!socket.connecting) return;
-        connectTimer = setTimeout(
-          () => fail(timeoutError(`could not connect to ${where} within ${connectionTimeoutMs} ms`)),
-          connectionTimeoutMs,
-        );
-        socket.once('connect', () => clearTimeout(connectTimer));
-      });
-      req.setTimeout(requestTimeoutMs, () =>
-        fail(timeoutError(`no answer from ${where} within ${requestTimeoutMs} ms (request timed out)`)),
-      );
-      req.once('error', (err) => {
-        clearTimeout(connectTimer);
-        reject(err);
-      });
-      req.once('response', (res) => {
-        clearTimeout(connectTimer);
-        const status = res.statusCode ?? 0;
-        const headers = res.headers as Record<string, string | undefined>;
-        if (status >= 200 && status < 300 && request.stream) {
-          done();
-          // The socket's idle timeout goes on guarding the body; its failure reaches the reader of the stream.
-          resolve({ status, headers, stream: res });
-          return;
-        }
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.once('error', reject);
-        res.once('end', () => {
-          done();
-          const body = Buffer.concat(chunks);
-          if (status >= 200 && status < 300) resolve({ status, headers, body });
-          else reject(serviceError(status, headers, body, request.method, attempt));
-        });
-      });
-      req.end();
+    const answer = await this.settings.pool.send(endpoint, {
+      method: request.method,
+      path: search ? `${path}?${search}` : path,
+      headers: signedHeaders,
+      streamOver: request.streamOver,
     });
+    // A streamed body is read after this; the connection's idle timeout guards it, and its failure reaches the stream's reader.
+    done();
+    if (answer.status >= 200 && answer.status < 300) return answer;
+    throw serviceError(answer.status, answer.headers, answer.body ?? Buffer.alloc(0), request.method, attempt);
   }
-}
-
-/**
- * A timeout named as the SDK's own (`TimeoutError`): the retry loop and `translateError` treat both alike,
- * and it reaches a user only as the `S3UnavailableError` it is translated to.
- */
-function timeoutError(message: string): Error {
-  return Object.assign(new Error(message), { name: 'TimeoutError' });
 }
 
 /** The `<Code>` and `<Message>` of an S3 XML error body; an empty body (a HEAD) is named as the SDK names it. */

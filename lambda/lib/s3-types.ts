@@ -1,4 +1,5 @@
 /** The shapes of the S3 seam's requests and answers, shared by `S3Store` and the ways it sends a listing page. */
+import type { Readable } from 'node:stream';
 
 /** An object's metadata; `etag` without quotes. */
 export interface ObjectInfo {
@@ -6,6 +7,11 @@ export interface ObjectInfo {
   readonly etag: string;
   readonly lastModified: Date;
 }
+
+/** An object opened for reading: its metadata and either its bytes, read whole, or a stream of them. */
+export type OpenedObject =
+  | { readonly info: ObjectInfo; readonly body: Buffer; readonly stream?: undefined }
+  | { readonly info: ObjectInfo; readonly stream: Readable; readonly body?: undefined };
 
 /** An object's bytes and metadata. */
 export interface StoredObject extends ObjectInfo {

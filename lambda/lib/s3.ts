@@ -7,10 +7,10 @@ import type { S3Settings } from './config';
 import { createS3Client } from './s3-client';
 import { type DirectAnswer, DirectRequests, type RequestObserver } from './s3-direct';
 import { directPage, sdkPage, unquoteEtag } from './s3-pages';
-import type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
+import type { GetOptions, ListOptions, ListPage, ObjectInfo, OpenedObject, StoredObject, WriteCondition, WriteResult } from './s3-types';
 import type { Layout } from './layouts/types';
 
-export type { GetOptions, ListOptions, ListPage, ObjectInfo, StoredObject, WriteCondition, WriteResult } from './s3-types';
+export type { GetOptions, ListOptions, ListPage, ObjectInfo, OpenedObject, StoredObject, WriteCondition, WriteResult } from './s3-types';
 export { unquoteEtag };
 
 /** An object's metadata from the headers of a GetObject or HeadObject answer. */
@@ -132,16 +132,18 @@ export class S3Store {
   private openHandler?: ReturnType<GetObjectCommand['resolveMiddleware']>;
 
   /**
-   * Opens an object as a stream, or undefined when it does not exist. Made for many calls (a hydrate makes
-   * thousands): sent directly where the client allows it; otherwise the client's middleware is resolved
-   * once, on the first call, rather than on each `send` (what the SDK's `cacheMiddleware` does, for this
-   * command only), and middleware added to the client later does not apply to `open`.
+   * Opens an object, or undefined when it does not exist: a body of at most `wholeUpTo` bytes is read whole
+   * when sent directly, any other is a stream. Made for many calls (a hydrate makes thousands): sent
+   * directly where the client allows it; otherwise the client's middleware is resolved once, on the first
+   * call, rather than on each `send` (what the SDK's `cacheMiddleware` does, for this command only), and
+   * middleware added to the client later does not apply to `open`.
    */
-  async open(key: string): Promise<{ stream: Readable; info: ObjectInfo } | undefined> {
+  async open(key: string, wholeUpTo = -1): Promise<OpenedObject | undefined> {
     try {
       if (await this.direct?.usable()) {
-        const answer = await this.direct!.send({ op: 'GetObject', method: 'GET', key, stream: true, input: { Key: key } });
-        return { stream: answer.stream!, info: infoOf(answer) };
+        const answer = await this.direct!.send({ op: 'GetObject', method: 'GET', key, streamOver: wholeUpTo, input: { Key: key } });
+        const info = infoOf(answer);
+        return answer.stream ? { info, stream: answer.stream } : { info, body: answer.body ?? Buffer.alloc(0) };
       }
       const command = new GetObjectCommand({ Bucket: this.bucket, Key: key });
       this.openHandler ??= command.resolveMiddleware(this.client.middlewareStack, this.client.config, undefined);

@@ -122,7 +122,7 @@ describe('the direct path against moto', () => {
       expect(pages.flatMap((page) => page.objects.map((o) => o.key))).toEqual([KEY]);
       expect(head).toMatchObject({ size: 5 });
       expect(opened!.info).toMatchObject({ size: 5, etag: head!.etag });
-      expect(await readAll(opened!.stream)).toBe('hello');
+      expect(await readAll(opened!.stream!)).toBe('hello');
       expect(seen.map((s) => [s.method, s.ok, s.token])).toEqual([
         ['GET', true, CREDENTIALS.sessionToken],
         ['HEAD', true, CREDENTIALS.sessionToken],
@@ -188,7 +188,7 @@ describe('the direct path against moto', () => {
 
       expect(listed?.objects.map((o: { key: string }) => o.key)).toEqual(['k/one.txt']);
       expect(head?.size).toBe(3);
-      expect(await readAll(opened!.stream)).toBe('one');
+      expect(await readAll(opened!.stream!)).toBe('one');
       expect(store.requests).toEqual({ ListObjectsV2: 3, HeadObject: 3, GetObject: 3 });
     } finally {
       store.client.destroy();
