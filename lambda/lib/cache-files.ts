@@ -178,6 +178,30 @@ export async function download(
 }
 
 /**
+ * Downloads an object of at most `bufferedMax` bytes to the part file `part` and leaves it there (see
+ * `FetchAhead`); resolves with its size, or undefined when it is larger, or gone.
+ */
+export async function downloadPart(
+  store: S3Store,
+  key: string,
+  part: string,
+  writer: CacheWriter,
+  bufferedMax: number,
+): Promise<number | undefined> {
+  const object = await store.open(key, bufferedMax);
+  if (!object || object.info.size > bufferedMax) {
+    object?.stream?.destroy();
+    return undefined;
+  }
+  const whole = object.stream ? wholeCopy(await readBody(object.stream)) : owned(object.body);
+  // Read before the write: the bytes are handed to the writer's thread, which leaves `whole` empty here.
+  const size = whole.length;
+  if (size !== object.info.size) return undefined;
+  await writer.write([dirname(part)], part, undefined, whole);
+  return size;
+}
+
+/**
  * Makes a folder under the cache once per run, its missing parents first, so each new folder costs one
  * `mkdir` (a recursive one retries from the top); the files of a folder share it. `dirs` starts with the
  * cache's real path: every folder below it that already existed is checked to be a real folder, so no
@@ -261,4 +285,23 @@ export async function writeAtomically(path: string, part: string, body: Buffer, 
     await rm(part, { force: true });
     throw fileError(err, path);
   }
+}
+
+/** Each key that would be a file where another key needs a folder, with one such other key. */
+export function fileFolderCollisions(keys: Iterable<string>): Map<string, string> {
+  const under = new Map<string, string>();
+  const all: string[] = [];
+  for (const key of keys) {
+    all.push(key);
+    for (let at = key.indexOf('/'); at > 0; at = key.indexOf('/', at + 1)) {
+      const folder = key.slice(0, at);
+      if (!under.has(folder)) under.set(folder, key);
+    }
+  }
+  const collisions = new Map<string, string>();
+  for (const key of all) {
+    const other = under.get(key);
+    if (other !== undefined) collisions.set(key, other);
+  }
+  return collisions;
 }

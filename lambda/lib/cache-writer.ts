@@ -29,13 +29,13 @@ interface Failure {
   readonly message: string;
 }
 
-/** One file for the thread: its folder made, `body` written to `part`, then renamed to `path`. */
+/** One file for the thread: its folders made, `body` (if any) written to `part`, then `part` renamed to `path` (if any). */
 interface Job {
   readonly id: number;
   readonly dirs: readonly string[];
   readonly part: string;
-  readonly path: string;
-  readonly body: Uint8Array;
+  readonly path?: string;
+  readonly body?: Uint8Array;
 }
 
 /**
@@ -66,13 +66,15 @@ const makeDir = (dir) => {
 // writeFileSync, not writeSync: it writes again after a short write (a disk filling up) until ENOSPC says why.
 const writeOne = (job) => {
   for (const dir of job.dirs) makeDir(dir);
-  const fd = fs.openSync(job.part, flags);
-  try {
-    fs.writeFileSync(fd, job.body);
-  } finally {
-    fs.closeSync(fd);
+  if (job.body) {
+    const fd = fs.openSync(job.part, flags);
+    try {
+      fs.writeFileSync(fd, job.body);
+    } finally {
+      fs.closeSync(fd);
+    }
   }
-  fs.renameSync(job.part, job.path);
+  if (job.path) fs.renameSync(job.part, job.path);
 };
 parentPort.on('message', (jobs) => {
   const answers = [];
@@ -81,10 +83,12 @@ parentPort.on('message', (jobs) => {
       writeOne(job);
       answers.push([job.id]);
     } catch (err) {
-      try {
-        fs.unlinkSync(job.part);
-      } catch {}
-      const failure = err.kind ? err : { kind: 'fs', at: err.at ?? job.path, code: err.code, message: String(err.message) };
+      if (job.body) {
+        try {
+          fs.unlinkSync(job.part);
+        } catch {}
+      }
+      const failure = err.kind ? err : { kind: 'fs', at: err.at ?? job.path ?? job.part, code: err.code, message: String(err.message) };
       answers.push([job.id, failure]);
     }
   }
@@ -117,9 +121,10 @@ export class CacheWriter {
 
   /**
    * Makes `dirs` (each below one already made, parents first), writes `body` to `part`, and renames it to
-   * `path`; `body`'s bytes are handed to the thread, so it must not be used afterwards.
+   * `path`; `body`'s bytes are handed to the thread, so it must not be used afterwards. Without `path` the
+   * part file stays; without `body`, a part file written before is renamed.
    */
-  write(dirs: readonly string[], part: string, path: string, body: Uint8Array): Promise<void> {
+  write(dirs: readonly string[], part: string, path: string | undefined, body: Uint8Array | undefined): Promise<void> {
     if (this.stopped) return Promise.reject(this.stopped);
     const id = this.nextId++;
     return new Promise<void>((resolve, reject) => {
@@ -141,7 +146,7 @@ export class CacheWriter {
     const worker = this.start();
     worker.postMessage(
       jobs,
-      jobs.map((j) => j.body.buffer as ArrayBuffer),
+      jobs.flatMap((j) => (j.body ? [j.body.buffer as ArrayBuffer] : [])),
     );
   }
 

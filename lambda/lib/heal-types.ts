@@ -32,6 +32,11 @@ export interface HealOptions {
   /** Hears the count of objects listed so far, after each page of the root's listing. */
   readonly onListed?: (objectsListed: number) => void;
   /**
+   * Hears each page of the listing of a root (or namespace) healed whole, as it comes and before any plan:
+   * what a hydrate may fetch ahead. Keys are full; nothing is decided by them yet.
+   */
+  readonly onListedPage?: (objects: readonly { readonly key: string; readonly size: number }[]) => void;
+  /**
    * Hears, once per scope healed whole and before anything of it is published, the index its first plan
    * leaves: the healed index, or the index as read when it was true. A scope whose index is held, or that is
    * healed by partitions, is not heard. The index published may still differ (another writer's change read

@@ -124,6 +124,7 @@ async function healWhole(
   const guarded: Lister = async function* () {
     for await (const page of listing.pages) {
       guard.page(listedName, base, page.objects);
+      run.options.onListedPage?.(page.objects);
       yield page;
     }
   };

@@ -5,6 +5,7 @@ import {
   bufferedBodyMax,
   cachePathOf,
   download,
+  fileFolderCollisions,
   holdsOnly,
   localFile,
   madeDir,
@@ -17,6 +18,7 @@ import {
 } from './cache-files';
 import { CacheLock } from './cache-lock';
 import { CacheWriter, linkRefusal } from './cache-writer';
+import { FetchAhead } from './hydrate-ahead';
 import { mapLimit } from './concurrency';
 import { ArchivedObjectError, CacheError, IndexerError, PublishConflictError, UnexpectedError } from './errors';
 import { type HealOptions, type HealReport, type ScopeReport, hasDrift, healRoot } from './heal';
@@ -130,25 +132,6 @@ export async function hydrateCache(
   }
 }
 
-/** Each key that would be a file where another key needs a folder, with one such other key. */
-function fileFolderCollisions(keys: Iterable<string>): Map<string, string> {
-  const under = new Map<string, string>();
-  const all: string[] = [];
-  for (const key of keys) {
-    all.push(key);
-    for (let at = key.indexOf('/'); at > 0; at = key.indexOf('/', at + 1)) {
-      const folder = key.slice(0, at);
-      if (!under.has(folder)) under.set(folder, key);
-    }
-  }
-  const collisions = new Map<string, string>();
-  for (const key of all) {
-    const other = under.get(key);
-    if (other !== undefined) collisions.set(key, other);
-  }
-  return collisions;
-}
-
 /**
  * The downloads of one hydrate into an open cache, in one or more passes over an index's entries (the
  * index a heal planned, then what it published beside it), tallied together.
@@ -168,6 +151,9 @@ class Hydration {
   private passes = 0;
   private readonly dirs: Map<string, Promise<void>>;
   private readonly base: string;
+  private readonly writer: CacheWriter;
+  private startsEmpty?: Promise<boolean>;
+  private ahead?: FetchAhead;
 
   constructor(
     private readonly store: S3Store,
@@ -177,67 +163,101 @@ class Hydration {
   ) {
     this.base = scopeBase(scope);
     this.dirs = new Map([[cacheDir, Promise.resolve()]]);
+    this.writer = new CacheWriter([cacheDir]);
+  }
+
+  /**
+   * Whether the cache held nothing when first asked: the first hydrate of a laptop or a CI runner skips a
+   * stat per file. The control folder, never empty here since it holds our lock, does not count: no indexed
+   * key lands in it.
+   */
+  private empty(): Promise<boolean> {
+    const control = CONTROL_DIR.slice(0, -1);
+    this.startsEmpty ??= holdsOnly(this.cacheDir, this.options.subdir?.split('/')[0] === control ? [] : [control]);
+    return this.startsEmpty;
+  }
+
+  /** Fetches ahead what a listing page names, into part files, when the cache started empty (see `FetchAhead`). */
+  async fetchAhead(): Promise<((objects: readonly { key: string; size: number }[]) => void) | undefined> {
+    if (!(await this.empty())) return undefined;
+    const { cacheDir, options } = this;
+    const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
+    this.ahead = new FetchAhead(this.store, this.writer, {
+      cacheDir,
+      subdir: options.subdir,
+      base: this.base,
+      partsDir: join(cacheDir, CACHE_PARTS_DIR),
+      nextPart: () => this.numbered++,
+      concurrency,
+      bufferedMax: bufferedBodyMax(concurrency),
+    });
+    const ahead = this.ahead;
+    return (objects) => ahead.offer(objects);
   }
 
   /** Downloads what the cache lacks of `entries`, keys of `index` (which decides where folders must be). */
   async pull(index: DatastoreIndex, entries: readonly IndexEntry[]): Promise<void> {
-    const { options, cacheDir, dirs } = this;
-    // A folder that starts empty has nothing present: the first hydrate of a laptop or a CI runner skips a stat per file.
-    // The control folder, never empty here since it holds our lock, does not count: no indexed key lands in it.
-    // Only the first pass may trust that: a later one follows the files the first wrote.
-    const control = CONTROL_DIR.slice(0, -1);
-    const startedEmpty = this.passes++ === 0 && (await holdsOnly(cacheDir, options.subdir?.split('/')[0] === control ? [] : [control]));
+    const { options, cacheDir, dirs, writer } = this;
+    // Only the first pass may trust an empty start: a later one follows the files the first wrote.
+    const startedEmpty = this.passes++ === 0 && (await this.empty());
+    // The index is planned: what was fetched ahead is placed, or not, and no more is fetched.
+    this.ahead?.stop();
     this.total += entries.length;
     const settle = (): void => options.onProgress?.(++this.done, this.total);
     const collisions = fileFolderCollisions(index.entries.keys());
     const partsDir = join(cacheDir, CACHE_PARTS_DIR);
-    const writer = new CacheWriter([cacheDir]);
     const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
     const bufferedMax = bufferedBodyMax(concurrency);
-    try {
-      await mapLimit(entries, concurrency, async (entry) => {
-        if (this.stopped) return;
-        let path: string;
-        try {
-          path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
-        } catch {
-          this.refused.push(entry.key);
+    await mapLimit(entries, concurrency, async (entry) => {
+      if (this.stopped) return;
+      let path: string;
+      try {
+        path = cachePathOf(cacheDir, options.subdir ? `${options.subdir}/${entry.key}` : entry.key);
+      } catch {
+        this.refused.push(entry.key);
+        return settle();
+      }
+      const folderKey = collisions.get(entry.key);
+      if (folderKey !== undefined) {
+        const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
+        this.failed.push({ key: entry.key, error });
+        return settle();
+      }
+      try {
+        const local = startedEmpty ? undefined : localFile(path);
+        if (local?.isSymbolicLink()) throw linkRefusal(path);
+        if (local?.isFile() && local.size === entry.size) {
+          // Present only if reached through real folders: a linked folder's files lie outside the cache.
+          await madeDir(dirs, dirname(path));
+          this.present++;
           return settle();
         }
-        const folderKey = collisions.get(entry.key);
-        if (folderKey !== undefined) {
-          const error = `it collides with key ${JSON.stringify(folderKey)}, which needs ${path} as a folder; the other keys were pulled. Rename or delete one of the two objects`;
-          this.failed.push({ key: entry.key, error });
-          return settle();
-        }
-        try {
-          const local = startedEmpty ? undefined : localFile(path);
-          if (local?.isSymbolicLink()) throw linkRefusal(path);
-          if (local?.isFile() && local.size === entry.size) {
-            // Present only if reached through real folders: a linked folder's files lie outside the cache.
-            await madeDir(dirs, dirname(path));
-            this.present++;
-            return settle();
-          }
+        let size = entry.size;
+        if (!(startedEmpty && (await this.ahead?.place(entry, path)))) {
           const part = numberedPartPath(partsDir, this.numbered++);
-          const size = await download(this.store, this.base + entry.key, path, part, dirs, writer, bufferedMax);
-          this.bytes += size;
-          this.pulled++;
-        } catch (err) {
-          if (err instanceof ArchivedObjectError)
-            this.archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
-          else this.failed.push({ key: entry.key, error: (err as Error).message });
+          size = await download(this.store, this.base + entry.key, path, part, dirs, writer, bufferedMax);
         }
-        settle();
-      });
-    } finally {
-      await writer.close();
-    }
+        this.bytes += size;
+        this.pulled++;
+      } catch (err) {
+        if (err instanceof ArchivedObjectError)
+          this.archived.push({ key: entry.key, storageClass: err.storageClass, restoring: err.restoring });
+        else this.failed.push({ key: entry.key, error: (err as Error).message });
+      }
+      settle();
+    });
   }
 
   /** Starts no further download; those begun still finish. */
   stop(): void {
     this.stopped = true;
+    this.ahead?.stop();
+  }
+
+  /** Waits for the fetches ahead still running, then stops the writer's thread. */
+  async close(): Promise<void> {
+    await this.ahead?.close();
+    await this.writer.close();
   }
 
   /** Keeps `index` beside the files (swamp's own copy) and reports what every pass did. */
@@ -263,8 +283,12 @@ async function fill(
   cacheDir: string,
 ): Promise<HydrateReport> {
   const hydration = new Hydration(store, scope, options, cacheDir);
-  await hydration.pull(index, [...index.entries.values()]);
-  return hydration.finish(index);
+  try {
+    await hydration.pull(index, [...index.entries.values()]);
+    return await hydration.finish(index);
+  } finally {
+    await hydration.close();
+  }
 }
 
 /** How to heal a root and then hydrate a cache from one of its indexes. */
@@ -297,10 +321,10 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
   // The cache is opened (made, its lock taken) before the heal publishes anything: a cache that cannot be
   // written stops the run with nothing changed in S3; a folder made for a run that failed is removed again.
   const cache = await openCache(options);
+  const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
+  // Current clients keep a namespace's files under `<cache>/<namespace>/`.
+  const hydration = new Hydration(store, scope, { ...options, subdir: options.namespace }, cache.dir);
   try {
-    const scope: IndexScope = options.namespace ? { root, namespace: options.namespace } : { root };
-    // Current clients keep a namespace's files under `<cache>/<namespace>/`.
-    const hydration = new Hydration(store, scope, { ...options, subdir: options.namespace }, cache.dir);
     // Downloads begin once the heal has planned the index, while it publishes that index (and heals the
     // root's other indexes): every entry it plans names an object S3 was seen to hold, at the size it held.
     let early: { readonly index: DatastoreIndex; readonly pulls: Promise<void> } | undefined;
@@ -311,11 +335,17 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
       pulls.catch(() => undefined);
       early = { index, pulls };
     };
+    // Into a cache that starts empty, what the listing names is fetched ahead, before the plan (see `FetchAhead`).
+    const ahead = await hydration.fetchAhead();
+    const onListedPage = (objects: readonly { key: string; size: number }[]): void => {
+      options.heal?.onListedPage?.(objects);
+      ahead?.(objects);
+    };
     let heal: HealReport;
     let report: ScopeReport | undefined;
     let index: DatastoreIndex;
     try {
-      heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace, onPlanned });
+      heal = await healRoot(store, root, { ...options.heal, mode: 'repair', namespace: options.namespace, onPlanned, onListedPage });
       report = heal.scopes.find((s) => s.namespace === options.namespace);
       if (!report)
         throw new UnexpectedError('hydrate', {
@@ -340,6 +370,7 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
     const hydrate = await hydration.finish(index);
     return { heal, scope: report, entries: index.entries.size, hydrate };
   } finally {
+    await hydration.close();
     await cache.close();
   }
 }
