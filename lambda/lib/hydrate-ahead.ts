@@ -29,6 +29,8 @@ export interface AheadOptions {
   /** Names the next part file. */
   readonly nextPart: () => number;
   readonly concurrency: number;
+  /** Objects fetched ahead at most, however long the listing: the rest is downloaded after the plan. */
+  readonly most: number;
   /** Bodies larger than this are not fetched ahead. */
   readonly bufferedMax: number;
 }
@@ -38,6 +40,7 @@ export class FetchAhead {
   private readonly fetched = new Map<string, Fetched>();
   private readonly waiting: (() => void)[] = [];
   private running = 0;
+  private offered = 0;
   private closed = false;
 
   constructor(
@@ -50,7 +53,8 @@ export class FetchAhead {
   offer(objects: readonly { readonly key: string; readonly size: number }[]): void {
     const { base, bufferedMax, cacheDir, subdir } = this.options;
     for (const { key, size } of objects) {
-      if (this.closed || !key.startsWith(base)) continue;
+      if (this.closed || this.offered >= this.options.most) return;
+      if (!key.startsWith(base)) continue;
       const rel = key.slice(base.length);
       if (size > bufferedMax || isSkippedObject(rel, size) || isRefusedKey(rel) || this.fetched.has(rel)) continue;
       try {
@@ -58,6 +62,7 @@ export class FetchAhead {
       } catch {
         continue;
       }
+      this.offered++;
       const part = numberedPartPath(this.options.partsDir, this.options.nextPart());
       const fetching = this.slot().then((go) => (go ? this.fetch(key, part) : undefined));
       fetching.catch(() => undefined);

@@ -189,6 +189,8 @@ class Hydration {
       partsDir: join(cacheDir, CACHE_PARTS_DIR),
       nextPart: () => this.numbered++,
       concurrency,
+      // A few rounds of downloads: what a listing of a few round trips gives time for, and little memory.
+      most: 4 * concurrency,
       bufferedMax: bufferedBodyMax(concurrency),
     });
     const ahead = this.ahead;

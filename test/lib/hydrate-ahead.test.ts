@@ -100,6 +100,7 @@ describe('FetchAhead', () => {
       partsDir: join(cacheDir, '_control', 'parts'),
       nextPart: () => n++,
       concurrency: 4,
+      most: 100,
       bufferedMax: 1024,
     });
     try {
@@ -120,6 +121,42 @@ describe('FetchAhead', () => {
       expect(await readFile(join(cacheDir, 'a.txt'), 'utf8')).toBe('five!');
       await expect(stat(join(cacheDir, 'b.txt'))).rejects.toMatchObject({ code: 'ENOENT' });
       expect(n).toBe(2);
+    } finally {
+      await writer.close();
+    }
+  });
+});
+
+describe('FetchAhead, bounded', () => {
+  it('fetches no more objects ahead than it may, however long the listing', async () => {
+    const store = await testStore();
+    for (const name of ['a', 'b', 'c']) await putObject(store, `p/${name}.txt`, name);
+    const cacheDir = join(tmp, 'cache');
+    const writer = new CacheWriter([tmp]);
+    const hydrating = connectStore(store.bucket);
+    const requests = trackRequests(hydrating);
+    let n = 0;
+    const options = {
+      cacheDir,
+      base: 'p/',
+      partsDir: join(cacheDir, 'parts'),
+      nextPart: () => n++,
+      concurrency: 4,
+      most: 2,
+      bufferedMax: 1024,
+    };
+    const ahead = new FetchAhead(hydrating, writer, options);
+    try {
+      ahead.offer([{ key: 'p/a.txt', size: 1 }]);
+      ahead.offer([
+        { key: 'p/b.txt', size: 1 },
+        { key: 'p/c.txt', size: 1 },
+      ]);
+      await ahead.close();
+
+      expect(requests.filter((r) => r.op === 'GetObject').map((r) => r.key)).toEqual(['p/a.txt', 'p/b.txt']);
+      expect(await ahead.place(indexEntry('c.txt', { size: 1 }), join(cacheDir, 'c.txt'))).toBe(false);
+      expect(await ahead.place(indexEntry('b.txt', { size: 1 }), join(cacheDir, 'b.txt'))).toBe(true);
     } finally {
       await writer.close();
     }
