@@ -128,7 +128,8 @@ export class Exchange {
     const status = /^HTTP\/1\.([01]) (\d{3})(?: |$)/.exec(lines[0]);
     if (!status) return `status line ${JSON.stringify(lines[0].slice(0, 40))}`;
     this.status = Number(status[2]);
-    const headers: Record<string, string | undefined> = {};
+    // No prototype: a header named `__proto__` is a header like any other.
+    const headers: Record<string, string | undefined> = Object.create(null);
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i];
       const colon = line.indexOf(':');
@@ -139,8 +140,9 @@ export class Exchange {
       headers[name] = had === undefined ? value : `${had}, ${value}`;
     }
     this.headers = headers;
-    const connection = headers.connection?.toLowerCase();
-    this.keepAlive = status[1] === '1' ? connection !== 'close' : connection === 'keep-alive';
+    const tokens = (headers.connection ?? '').toLowerCase().split(',');
+    const says = (token: string): boolean => tokens.some((t) => t.trim() === token);
+    this.keepAlive = status[1] === '1' ? !says('close') : says('keep-alive');
     return undefined;
   }
 

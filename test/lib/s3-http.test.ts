@@ -132,7 +132,7 @@ describe('kept-alive connections', () => {
 
   it('does not use a connection again after Connection: close, HTTP/1.0 or bytes past the answer', async () => {
     const server = await rawServer((n) => {
-      if (n === 1) return 'HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 1\r\n\r\na';
+      if (n === 1) return 'HTTP/1.1 200 OK\r\nConnection: TE, Close\r\ncontent-length: 1\r\n\r\na';
       if (n === 2) return 'HTTP/1.0 200 OK\r\ncontent-length: 1\r\n\r\nb';
       if (n === 3) return 'HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\ncHTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nx';
       return 'HTTP/1.1 200 OK\r\ncontent-length: 1\r\n\r\nd';
@@ -149,7 +149,7 @@ describe('kept-alive connections', () => {
 describe('answers', () => {
   it('reads a body framed by its length, in chunks, or by the end of the connection; a HEAD and a 204 have none', async () => {
     const server = await rawServer((n) => {
-      if (n === 1) return 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: "e"\r\nX-Twice: a\r\nx-twice: b\r\n\r\nhello';
+      if (n === 1) return 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: "e"\r\nX-Twice: a\r\nx-twice: b\r\n__proto__: p\r\n\r\nhello';
       if (n === 2)
         return 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n10\r\n0123456789abcdef\r\n0\r\nTrailer: x\r\n\r\n';
       if (n === 3) return 'HTTP/1.1 200 OK\r\ncontent-length: 7\r\n\r\n';
@@ -160,6 +160,7 @@ describe('answers', () => {
 
     const whole = await p.send(server.target, get());
     expect([whole.status, whole.body?.toString(), whole.headers.etag, whole.headers['x-twice']]).toEqual([200, 'hello', '"e"', 'a, b']);
+    expect(Object.entries(whole.headers)).toContainEqual(['__proto__', 'p']);
     expect((await p.send(server.target, get())).body?.toString()).toBe('abc0123456789abcdef');
     const head = await p.send(server.target, { method: 'HEAD', path: '/k', headers: {} });
     expect([head.headers['content-length'], head.body?.length]).toEqual(['7', 0]);
