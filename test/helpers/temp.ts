@@ -4,6 +4,7 @@
  * and the global teardown fails the run, naming them, if anything is left behind.
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -30,4 +31,13 @@ export function removeRunTempDir(): void {
       `The tests left ${left.length} entries in the temporary folder (each test must remove what it makes): ${left.slice(0, 20).join(', ')}`,
     );
   }
+}
+
+/** Every file under `dir`, relative to it, sorted. */
+export async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(dir.length + 1))
+    .sort();
 }

@@ -1,5 +1,5 @@
 /** Fetching ahead while a hydrate's heal lists (`hydrate-ahead.ts`), against moto: placed only as planned, never twice. */
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CacheWriter } from '../../lambda/lib/cache-writer';
@@ -7,6 +7,7 @@ import { healAndHydrate } from '../../lambda/lib/hydrate';
 import { FetchAhead } from '../../lambda/lib/hydrate-ahead';
 import { indexEntry } from '../helpers/factories';
 import { connectStore, putObject, seedDatastore, testStore, trackRequests } from '../helpers/s3';
+import { filesUnder } from '../helpers/temp';
 
 let tmp: string;
 beforeEach(async () => {
@@ -15,15 +16,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
-
-/** Every file under `dir`, relative, sorted. */
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(dir.length + 1))
-    .sort();
-}
 
 describe('healAndHydrate into an empty cache, fetching ahead', () => {
   it('downloads what the listing names before the heal plans, each object once, and places every planned file', async () => {

@@ -1,5 +1,5 @@
 /** Hydrating a local cache from an index, against moto: byte-for-byte, resumable, never outside the cache. */
-import { mkdtemp, mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { bufferedBodyMax, cachePathOf, partPathOf } from '../../lambda/lib/cache-files';
@@ -21,6 +21,7 @@ import {
   trackRequests,
   type SeededDatastore,
 } from '../helpers/s3';
+import { filesUnder } from '../helpers/temp';
 
 let tmp: string;
 beforeEach(async () => {
@@ -29,15 +30,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
-
-/** Every file under `dir`, relative, sorted. */
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => join(e.parentPath ?? (e as unknown as { path: string }).path, e.name).slice(dir.length + 1))
-    .sort();
-}
 
 /** A healed root and its index. */
 async function indexedRoot(prefix: string, objects = 10): Promise<{ seeded: SeededDatastore; index: DatastoreIndex }> {
