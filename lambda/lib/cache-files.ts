@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import { type CacheWriter, PART_FLAGS, fileInTheWay, linkRefusal } from './cache-writer';
 import { DownloadError, IndexerError, UnsafeKeyError } from './errors';
 import { CACHE_PARTS_DIR, CONTROL_DIR, INDEXER_DIR, segmentProblem } from './names';
-import type { S3Store } from './s3';
+import type { OpenedObject, S3Store } from './s3';
 
 /** The cache path of a relative key, or an `UnsafeKeyError` when it would escape the cache or alias another key. */
 export function cachePathOf(cacheDir: string, rel: string): string {
@@ -152,8 +152,7 @@ export async function download(
   const { stream } = object;
   try {
     let size: number;
-    // A body sent through the SDK (a test's own transport) is always a stream: a small one is read whole here.
-    const whole = stream === undefined ? owned(object.body) : expected <= bufferedMax ? wholeCopy(await readBody(stream)) : undefined;
+    const whole = await bodyInMemory(object, bufferedMax);
     if (whole) {
       size = whole.length;
       // The HTTP layer fails a body cut short of its Content-Length; this also catches a body longer than announced.
@@ -189,11 +188,11 @@ export async function downloadPart(
   bufferedMax: number,
 ): Promise<number | undefined> {
   const object = await store.open(key, bufferedMax);
-  if (!object || object.info.size > bufferedMax) {
+  const whole = object && (await bodyInMemory(object, bufferedMax));
+  if (!whole) {
     object?.stream?.destroy();
     return undefined;
   }
-  const whole = object.stream ? wholeCopy(await readBody(object.stream)) : owned(object.body);
   // Read before the write: the bytes are handed to the writer's thread, which leaves `whole` empty here.
   const size = whole.length;
   if (size !== object.info.size) return undefined;
@@ -243,6 +242,15 @@ export function readBody(stream: Readable): Promise<Buffer[]> {
       () => ended || reject(new DownloadError('the connection closed before the body ended', 'Run the same command again to resume')),
     );
   });
+}
+
+/**
+ * An opened object's body in memory of its own, when it is at most `bufferedMax` bytes: read whole already
+ * (the direct path), or read here from its stream (the SDK, a test's own transport); undefined for a larger one.
+ */
+async function bodyInMemory(object: OpenedObject, bufferedMax: number): Promise<Uint8Array | undefined> {
+  if (object.stream === undefined) return owned(object.body);
+  return object.info.size <= bufferedMax ? wholeCopy(await readBody(object.stream)) : undefined;
 }
 
 /** The chunks as one array of their own, which can be handed to another thread without copying again. */

@@ -152,6 +152,9 @@ class Hydration {
   private readonly dirs: Map<string, Promise<void>>;
   private readonly base: string;
   private readonly writer: CacheWriter;
+  private readonly partsDir: string;
+  private readonly concurrency: number;
+  private readonly bufferedMax: number;
   private startsEmpty?: Promise<boolean>;
   private ahead?: FetchAhead;
 
@@ -164,6 +167,9 @@ class Hydration {
     this.base = scopeBase(scope);
     this.dirs = new Map([[cacheDir, Promise.resolve()]]);
     this.writer = new CacheWriter([cacheDir]);
+    this.partsDir = join(cacheDir, CACHE_PARTS_DIR);
+    this.concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
+    this.bufferedMax = bufferedBodyMax(this.concurrency);
   }
 
   /**
@@ -177,29 +183,31 @@ class Hydration {
     return this.startsEmpty;
   }
 
-  /** Fetches ahead what a listing page names, into part files, when the cache started empty (see `FetchAhead`). */
-  async fetchAhead(): Promise<((objects: readonly { key: string; size: number }[]) => void) | undefined> {
-    if (!(await this.empty())) return undefined;
-    const { cacheDir, options } = this;
-    const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
+  /** Fetches ahead, from here on, what `offer` is given, when the cache started empty (see `FetchAhead`). */
+  async fetchAhead(): Promise<void> {
+    if (!(await this.empty())) return;
+    const { cacheDir, concurrency } = this;
     this.ahead = new FetchAhead(this.store, this.writer, {
       cacheDir,
-      subdir: options.subdir,
+      subdir: this.options.subdir,
       base: this.base,
-      partsDir: join(cacheDir, CACHE_PARTS_DIR),
+      partsDir: this.partsDir,
       nextPart: () => this.numbered++,
       concurrency,
       // A few rounds of downloads: what a listing of a few round trips gives time for, and little memory.
       most: 4 * concurrency,
-      bufferedMax: bufferedBodyMax(concurrency),
+      bufferedMax: this.bufferedMax,
     });
-    const ahead = this.ahead;
-    return (objects) => ahead.offer(objects);
+  }
+
+  /** A listing page's objects, fetched ahead if `fetchAhead` found the cache empty. */
+  offer(objects: readonly { key: string; size: number }[]): void {
+    this.ahead?.offer(objects);
   }
 
   /** Downloads what the cache lacks of `entries`, keys of `index` (which decides where folders must be). */
   async pull(index: DatastoreIndex, entries: readonly IndexEntry[]): Promise<void> {
-    const { options, cacheDir, dirs, writer } = this;
+    const { options, cacheDir, dirs, writer, partsDir, concurrency, bufferedMax } = this;
     // Only the first pass may trust an empty start: a later one follows the files the first wrote.
     const startedEmpty = this.passes++ === 0 && (await this.empty());
     // The index is planned: what was fetched ahead is placed, or not, and no more is fetched.
@@ -207,9 +215,6 @@ class Hydration {
     this.total += entries.length;
     const settle = (): void => options.onProgress?.(++this.done, this.total);
     const collisions = fileFolderCollisions(index.entries.keys());
-    const partsDir = join(cacheDir, CACHE_PARTS_DIR);
-    const concurrency = options.concurrency ?? DEFAULT_HYDRATE_CONCURRENCY;
-    const bufferedMax = bufferedBodyMax(concurrency);
     await mapLimit(entries, concurrency, async (entry) => {
       if (this.stopped) return;
       let path: string;
@@ -338,10 +343,10 @@ export async function healAndHydrate(store: S3Store, root: DatastoreRoot, option
       early = { index, pulls };
     };
     // Into a cache that starts empty, what the listing names is fetched ahead, before the plan (see `FetchAhead`).
-    const ahead = await hydration.fetchAhead();
+    await hydration.fetchAhead();
     const onListedPage = (objects: readonly { key: string; size: number }[]): void => {
       options.heal?.onListedPage?.(objects);
-      ahead?.(objects);
+      hydration.offer(objects);
     };
     let heal: HealReport;
     let report: ScopeReport | undefined;

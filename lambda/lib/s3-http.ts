@@ -18,7 +18,6 @@ import {
 } from './s3-http-answer';
 
 export type { HttpAnswer, HttpExchange, HttpTarget };
-export { timeoutError };
 
 /** How a pool connects and how long it waits. */
 export interface HttpPoolOptions {
