@@ -9,7 +9,7 @@ import { S3Error } from '../../support/s3-model/errors';
 import { seedBucket } from '../../support/s3-model/seed';
 import { startS3Model, type S3Model } from '../../support/s3-model/server';
 import { Bucket, StoredObject, compareKeys, type ResumePoint } from '../../support/s3-model/store';
-import { escapeXml, urlEncodeKey } from '../../support/s3-model/xml';
+import { escapeXml, isoTime, urlEncodeKey } from '../../support/s3-model/xml';
 
 const obj = (size = 1): StoredObject => new StoredObject(size, '"e"', 0, 'application/octet-stream', null, null, null);
 
@@ -148,6 +148,19 @@ describe('XML text', () => {
   });
   it('url-encodes keys like S3: space as +, plus as %2B, slash kept, UTF-8 percent-encoded', () => {
     expect(urlEncodeKey("a b+c/é%*()!'~._-")).toBe('a+b%2Bc/%C3%A9%25%2A%28%29%21%27~._-');
+  });
+  it('writes times as Date does, from its cached parts, for any millisecond and past the caches', () => {
+    let seed = 20261207;
+    const next = (): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const times = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2026, 1, 28, 23, 59, 59, 999), 253_402_300_799_999];
+    // Days beyond the day cache's bound, and whole seconds as seeded objects have them.
+    for (let i = 0; i < 20_000; i++) times.push(Math.floor(next() * 4e12), Math.floor(next() * 4e9) * 1000);
+    for (const ms of times) expect(isoTime(ms)).toBe(new Date(ms).toISOString());
+    // Outside four-digit years, and not whole milliseconds: left to Date.
+    for (const ms of [253_402_300_800_000, 1.5, -1]) expect(isoTime(ms)).toBe(new Date(ms).toISOString());
   });
 });
 
