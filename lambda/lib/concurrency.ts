@@ -1,4 +1,4 @@
-/** Small tools for concurrent work: a bounded map, and a pause. */
+/** Small tools for concurrent work: a bounded map, a pause, and a turn of the event loop. */
 /** Runs `work` over `items` with at most `limit` calls in flight; rejects on the first failure. */
 export async function mapLimit<T, R>(items: Iterable<T>, limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const list = [...items];
@@ -17,4 +17,9 @@ export async function mapLimit<T, R>(items: Iterable<T>, limit: number, work: (i
 /** Resolves after `ms` milliseconds. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Resolves once the event loop has run what is due: requests already asked for go out before the work that follows. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -1,4 +1,5 @@
 /** The heal of one scope's index against its listing, read whole: plan, confirm doubtful findings, publish, report. */
+import { nextTurn } from './concurrency';
 import { confirmDoubtful } from './confirm';
 import { type Drift, type ResizedEntry, diffIndex, driftCounts, healIndex, isClean, recentOrphans } from './drift';
 import type { HealRun } from './heal-run';
@@ -73,7 +74,11 @@ function healPlanner(run: HealRun, scope: IndexScope, indexable: ReadonlyMap<str
     // resizing it would drop the client's sha256 and localMtime of the bytes S3 holds now.
     const doubtfulSize = raw.resized.filter(({ key }) => recent(entries.get(key)));
     // Drift no confirmation can take back: the lock is taken while the rest of the plan is made.
-    if (willWrite && writesSurely(live, raw, { doubtful, unindexed, doubtfulSize })) willWrite();
+    if (willWrite && writesSurely(live, raw, { doubtful, unindexed, doubtfulSize })) {
+      willWrite();
+      // The lock's request leaves before the CPU of the plan's rest, which then overlaps its round trip.
+      await nextTurn();
+    }
     // ...and an orphan file's entry the listing never saw may be a lockless client's upload, its manifest write to come.
     const orphaned = recentOrphans(live.shards?.adoptable, entries, indexable, run.since);
     // An entry is never an orphan: the sizes asked about are the index's, or the orphan file's.

@@ -6,6 +6,7 @@
  * What it gives is what `parseIndex` gives, always: the file is cut only where a plain scan is sure of
  * its structure, each piece is checked by `JSON.parse` itself, and any doubt parses the file whole.
  */
+import { nextTurn } from './concurrency';
 import { type ParsedIndex, indexOfJson, parseIndex } from './index-file';
 import { BACKSLASH, CLOSE, COMMA, OPEN, QUOTE, scanEntries } from './index-scan';
 
@@ -91,11 +92,6 @@ function cutsOf(b: Buffer, step: number): Cuts | undefined {
 /** The check of entries all read by `scanEntries`, which reads only sound ones. */
 const scannedSound = (): undefined => undefined;
 
-/** Waits for the event loop to run what is due (responses read, requests sent) before the next step. */
-function nextStep(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
 /**
  * Parses index bytes as `parseIndex` does, letting the event loop run between steps of at most about
  * `step` bytes of entries.
@@ -120,7 +116,7 @@ export async function parseIndexInSteps(bytes: Uint8Array, step = STEP_BYTES): P
     // Entries the scan reads are sound by its own rules; any piece `JSON.parse` read has each entry checked.
     let parsedPieces = 0;
     for (let i = 1; i < bounds.length; i++) {
-      await nextStep();
+      await nextTurn();
       if (scanEntries(b, bounds[i - 1] + 1, bounds[i], entries) !== undefined) continue;
       parsedPieces++;
       const piece = JSON.parse(`{${b.toString('utf8', bounds[i - 1] + 1, bounds[i])}}`) as Record<string, unknown>;
