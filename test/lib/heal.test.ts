@@ -3,6 +3,7 @@ import { type IndexEntry, parseIndex } from '../../lambda/lib/index-file';
 import type { Lister } from '../../lambda/lib/list';
 import type { ScopeReport } from '../../lambda/lib/heal-types';
 import { healRoot } from '../../lambda/lib/heal';
+import { lockKeyOf } from '../../lambda/lib/names';
 import { indexEntry, isoAgo } from '../helpers/factories';
 import {
   connectStore,
@@ -294,6 +295,40 @@ describe('healRoot takes the lock only for a write', () => {
     expect(log.filter((r) => r.op === 'HeadObject').map((r) => r.key)).toEqual(['q/logs/late.log']);
     expect(log.filter((r) => r.op === 'PutObject' || r.op === 'DeleteObject')).toEqual([]);
     expect((await store.head(seeded.indexKey()))!.etag).toBe(etag);
+  });
+});
+
+describe("healRoot sends the lock's take early", () => {
+  it('has the take on its way to S3 before the rest of the plan is made, when the drift is sure', async () => {
+    // GIVEN an index that lacks one object's entry: drift no confirmation can take back
+    const store = await testStore();
+    const seeded = await seedDatastore(store, { prefix: 'qe', objects: 4 });
+    await putIndex(
+      store,
+      seeded.indexKey(),
+      seeded
+        .expectedEntries()
+        .slice(1)
+        .map((e) => indexEntry(e.key, { size: e.size, lastModified: isoAgo(3_600_000) })),
+    );
+    const healer = connectStore(store.bucket);
+    const order: string[] = [];
+    // The last step before the HTTP handler: a request that reaches it is sent.
+    healer.client.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'PutObjectCommand' && (args.input as { Key?: string }).Key === lockKeyOf(seeded.root))
+          order.push('lock');
+        return next(args);
+      },
+      { step: 'finalizeRequest', priority: 'low', name: 'lockSentProbe' },
+    );
+
+    // WHEN it is healed
+    const report = await healRoot(healer, seeded.root, { mode: 'repair', onPlanned: () => order.push('planned') });
+
+    // THEN the lock's request left before the plan was done, and the index was written under it
+    expect(order).toEqual(['lock', 'planned']);
+    expect(scopeReport(report.scopes)).toMatchObject({ published: true, drift: { missing: 1, stale: 0, resized: 0 } });
   });
 });
 

@@ -152,8 +152,8 @@ describe('XML text', () => {
   it('writes times as Date does, from its cached parts, for any millisecond and past the caches', () => {
     let seed = 20261207;
     const next = (): number => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed / 2 ** 31;
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed / 2 ** 32;
     };
     const times = [0, 1, 999, 86_399_999, 86_400_000, Date.UTC(2026, 1, 28, 23, 59, 59, 999), 253_402_300_799_999];
     // Days beyond the day cache's bound, and whole seconds as seeded objects have them.
