@@ -6,7 +6,7 @@
  * the downloads of a first hydrate begin a listing sooner.
  */
 import { dirname } from 'node:path';
-import { cachePathOf, downloadPart, numberedPartPath } from './cache-files';
+import { cachePathOf, downloadPart, fileError, numberedPartPath } from './cache-files';
 import type { CacheWriter } from './cache-writer';
 import type { IndexEntry } from './index-file';
 import { isRefusedKey, isSkippedObject } from './keys';
@@ -84,7 +84,8 @@ export class FetchAhead {
 
   /**
    * Moves the part fetched for `entry` to `path` when it holds the entry's size of bytes; false when there is
-   * none (never fetched, failed, or of another size), and the entry is downloaded as any other.
+   * none (never fetched, failed, or of another size), and the entry is downloaded as any other. A failed
+   * move names `path`, as a failed download does.
    */
   async place(entry: IndexEntry, path: string): Promise<boolean> {
     const fetched = this.fetched.get(entry.key);
@@ -92,7 +93,11 @@ export class FetchAhead {
     this.fetched.delete(entry.key);
     const size = await fetched.size.catch(() => undefined);
     if (size !== entry.size) return false;
-    await this.writer.write([dirname(path)], fetched.part, path, undefined);
+    try {
+      await this.writer.write([dirname(path)], fetched.part, path, undefined);
+    } catch (err) {
+      throw fileError(err, path);
+    }
     return true;
   }
 

@@ -119,6 +119,42 @@ describe('FetchAhead', () => {
   });
 });
 
+describe('FetchAhead, on a full disk', () => {
+  it('names the file and what to do when a part fetched ahead cannot be moved into place', async () => {
+    const store = await testStore();
+    await putObject(store, 'p/a.txt', 'five!');
+    const cacheDir = join(tmp, 'cache');
+    const real = new CacheWriter([tmp]);
+    // The disk fills between the part's write and its move: only the move fails, as a folder's mkdir would.
+    const writer = {
+      write: (dirs: readonly string[], part: string, path: string | undefined, body: Uint8Array | undefined) =>
+        path === undefined
+          ? real.write(dirs, part, path, body)
+          : Promise.reject(Object.assign(new Error('ENOSPC: no space left on device, mkdir'), { code: 'ENOSPC' })),
+    } as CacheWriter;
+    const ahead = new FetchAhead(connectStore(store.bucket), writer, {
+      cacheDir,
+      base: 'p/',
+      partsDir: join(cacheDir, '_control', 'parts'),
+      nextPart: () => 0,
+      concurrency: 1,
+      most: 10,
+      bufferedMax: 1024,
+    });
+    try {
+      ahead.offer([{ key: 'p/a.txt', size: 5 }]);
+      const path = join(cacheDir, 'a.txt');
+
+      await expect(ahead.place(indexEntry('a.txt', { size: 5 }), path)).rejects.toMatchObject({
+        message: `Cannot write ${path}: no space left on device. Free disk space, then run the same command again to resume`,
+      });
+      await ahead.close();
+    } finally {
+      await real.close();
+    }
+  });
+});
+
 describe('FetchAhead, bounded', () => {
   it('fetches no more objects ahead than it may, however long the listing', async () => {
     const store = await testStore();
